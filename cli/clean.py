@@ -1,0 +1,166 @@
+"""``docsan clean``: extract and clean files, write the text and the audit report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cli.common import err_console, error_line, fail, get_config
+from docsan.config import Config
+from docsan.errors import DocsanError
+from docsan.extract import load
+from docsan.pipeline import CleanResult, Pipeline
+from docsan.render import render_json, render_messages, render_text
+
+INPUT_SUFFIXES = {".pdf", ".txt", ".md", ".markdown", ".json", ".text"}
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+class OcrMode(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def expand_inputs(paths: list[Path]) -> list[Path]:
+    """Directories expand to the supported files inside them, sorted for stable output."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in INPUT_SUFFIXES))
+        else:
+            out.append(p)
+    return out
+
+
+def render(result: CleanResult, fmt: OutputFormat, *, table_html: bool) -> str:
+    doc = result.document
+    if fmt is OutputFormat.json:
+        return render_json(doc, result.report.to_dict())
+    if doc.is_chat:
+        return json.dumps(render_messages(doc), ensure_ascii=False, indent=2)
+    return render_text(doc, markdown=fmt is OutputFormat.markdown, table_html=table_html)
+
+
+def output_path(out_dir: Path, src: Path, fmt: OutputFormat, is_chat: bool) -> Path:
+    suffix = ".json" if fmt is OutputFormat.json or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
+    return out_dir / (src.name + suffix if src.suffix.lower() != suffix else src.stem + ".clean" + suffix)
+
+
+def clean(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Files or folders to clean ('-' reads standard input).", show_default=False)
+    ],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Output file (one input) or folder (several).")
+    ] = None,
+    fmt: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="text, markdown, or json (text + statistics + removals).")
+    ] = OutputFormat.text,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")
+    ] = None,
+    lang: Annotated[
+        str | None, typer.Option("--lang", help="Tesseract languages for OCR [default: chi_sim+eng].")
+    ] = None,
+    no_ocr: Annotated[
+        bool, typer.Option("--no-ocr", help="Never OCR; pages without a text layer come out empty.")
+    ] = False,
+    ocr: Annotated[
+        OcrMode | None, typer.Option("--ocr", help="auto: OCR pages without usable text; always; never.")
+    ] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
+    ] = None,
+) -> None:
+    """Extract text from PDFs, text files or chat histories and remove the noise.
+
+    Every removal is recorded: use --report to see what went and why.
+    """
+    config: Config = get_config(config_file)
+    extract: dict[str, object] = {}
+    if lang:
+        extract["lang"] = lang
+    if ocr is not None:
+        extract["ocr"] = ocr.value
+    if no_ocr:
+        extract["ocr"] = "never"
+    try:
+        config = config.with_overrides(extract=extract)
+        pipeline = Pipeline.from_config(config)
+    except DocsanError as err:
+        fail(str(err), 2)
+
+    inputs = expand_inputs(paths)
+    if not inputs:
+        fail("no input files found", 2)
+    several = len(inputs) > 1 or any(p.is_dir() for p in paths)
+    if several and output is None:
+        fail("several inputs need -o DIR to write one output per input", 2)
+    if several:
+        assert output is not None
+        output.mkdir(parents=True, exist_ok=True)
+
+    reports: list[dict[str, object]] = []
+    failed = 0
+    progress = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not (several and err_console.is_terminal),
+    )
+    with progress:
+        task = progress.add_task("cleaning", total=len(inputs))
+        for src in inputs:
+            progress.update(task, description=f"cleaning {src.name}")
+            try:
+                result = pipeline.run(load(src, config.extract))
+            except DocsanError as err:
+                failed += 1
+                progress.console.print(f"[bold red]docsan: error:[/] {err}", highlight=False)
+                progress.advance(task)
+                continue
+            except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
+                failed += 1
+                progress.console.print(
+                    f"[bold red]docsan: error:[/] {src}: internal error ({type(err).__name__}: {err})",
+                    highlight=False,
+                )
+                progress.advance(task)
+                continue
+            text = render(result, fmt, table_html=_table_html(config))
+            if several:
+                assert output is not None
+                output_path(output, src, fmt, result.document.is_chat).write_text(text + "\n", encoding="utf-8")
+            elif output is not None:
+                output.write_text(text + "\n", encoding="utf-8")
+            else:
+                sys.stdout.write(text + "\n")
+            reports.append(result.report.to_dict())
+            progress.advance(task)
+
+    if report is not None:
+        payload: object = reports[0] if not several and reports else reports
+        report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if failed:
+        if several:
+            error_line(f"{failed} of {len(inputs)} inputs failed")
+        raise typer.Exit(1)
+
+
+def _table_html(config: Config) -> bool:
+    return config.stage_options("tables").get("policy") == "html"

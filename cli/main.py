@@ -1,0 +1,25 @@
+"""The ``docsan`` command: one Typer app, one module per command."""
+
+from __future__ import annotations
+
+import typer
+
+from cli.clean import clean
+
+app = typer.Typer(
+    name="docsan",
+    help="Sanitize documents before they become LLM prompts, and run them on a tiered vLLM deployment.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command(no_args_is_help=True)(clean)
+
+
+@app.callback()
+def _root() -> None:
+    """docsan: clean documents into prompts; ask questions of them on vLLM."""
+
+
+def main() -> None:
+    app()

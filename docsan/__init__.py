@@ -1,0 +1,48 @@
+"""docsan: sanitize documents before they become LLM prompts.
+
+Typical use::
+
+    import docsan
+
+    result = docsan.clean_file("report.pdf")
+    print(result.text)                 # the cleaned text
+    for change in result.report.changes:
+        print(change.stage, change.reason, change.text[:40])
+
+The library never imports the command-line front end (``cli``).
+"""
+
+from docsan.api import clean_document, clean_file, clean_text
+from docsan.config import Config, ExtractConfig, load_config
+from docsan.errors import ConfigError, DocsanError, InputError
+from docsan.model import BBox, Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
+from docsan.pipeline import CleanResult, Pipeline
+from docsan.report import Change, Report, StageResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BBox",
+    "Block",
+    "BlockKind",
+    "Cell",
+    "Change",
+    "CleanResult",
+    "Config",
+    "ConfigError",
+    "DocsanError",
+    "Document",
+    "DocumentKind",
+    "ExtractConfig",
+    "InputError",
+    "Page",
+    "Pipeline",
+    "Report",
+    "Source",
+    "StageResult",
+    "Table",
+    "clean_document",
+    "clean_file",
+    "clean_text",
+    "load_config",
+]

@@ -1,0 +1,175 @@
+"""The document model every extractor produces and every stage transforms.
+
+A :class:`Document` is a tuple of :class:`Page` objects, a page a tuple of
+:class:`Block` objects. Everything is frozen: a stage never edits its input,
+it builds a new document (``dataclasses.replace`` keeps that cheap because
+untouched pages and blocks are shared, not copied).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+
+class BlockKind(StrEnum):
+    """What a block is, as far as the extractor or a stage could tell."""
+
+    TEXT = "text"
+    HEADING = "heading"
+    TABLE = "table"
+    # Running headers, footers and page numbers: kept in the model (so the
+    # report can show them) only until the furniture stage drops them.
+    FURNITURE = "furniture"
+
+
+class Source(StrEnum):
+    """Where a block's text came from; OCR text is less trustworthy than a text layer."""
+
+    TEXT_LAYER = "text_layer"
+    OCR = "ocr"
+    TABLE_EXTRACTOR = "table_extractor"
+    PLAIN_TEXT = "plain_text"
+    CHAT = "chat"
+
+
+@dataclass(frozen=True, slots=True)
+class BBox:
+    """A rectangle in PDF points, origin top-left (PyMuPDF's convention)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    @property
+    def width(self) -> float:
+        return self.x1 - self.x0
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One grid position of a table.
+
+    A spanned cell is stored once, at its top-left position, with ``rowspan``
+    or ``colspan`` above one; the positions it covers hold cells with
+    ``covered=True`` and empty text, so every row keeps the same length.
+    """
+
+    text: str
+    rowspan: int = 1
+    colspan: int = 1
+    covered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A rectangular grid of cells; row 0 is the header when ``header_rows`` > 0."""
+
+    rows: tuple[tuple[Cell, ...], ...]
+    header_rows: int = 1
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.rows)
+
+    @property
+    def n_cols(self) -> int:
+        return max((len(r) for r in self.rows), default=0)
+
+    @classmethod
+    def from_strings(cls, rows: list[list[str | None]], header_rows: int = 1) -> Table:
+        """Build a table from plain strings, padding short rows; ``None`` is an empty cell."""
+        width = max((len(r) for r in rows), default=0)
+        grid = tuple(tuple(Cell((c or "").strip()) for c in list(r) + [None] * (width - len(r))) for r in rows)
+        return cls(grid, header_rows=min(header_rows, len(grid)))
+
+    def text_rows(self) -> list[list[str]]:
+        return [[c.text for c in r] for r in self.rows]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A run of text the extractor saw as one unit: a paragraph, a heading, a table.
+
+    ``text`` keeps the extractor's line breaks; the reflow stage joins them.
+    For a table, ``text`` is a plain rendering of ``table`` (used for counting
+    and searching); renderers use ``table`` itself.
+    """
+
+    text: str
+    kind: BlockKind = BlockKind.TEXT
+    source: Source = Source.TEXT_LAYER
+    bbox: BBox | None = None
+    table: Table | None = None
+    # Largest font size in the block, when the extractor knows it; the
+    # heading heuristics and furniture detection read it.
+    font_size: float | None = None
+
+    def with_text(self, text: str) -> Block:
+        return replace(self, text=text)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a PDF, one form-feed section of a text file, or one chat message.
+
+    ``number`` is 1-based. ``role`` is set only for chat messages
+    (``system``, ``user``, ``assistant``, ``tool``).
+    """
+
+    number: int
+    blocks: tuple[Block, ...] = ()
+    width: float | None = None
+    height: float | None = None
+    role: str | None = None
+    # True when this page's text came from OCR (no usable text layer).
+    ocr: bool = False
+
+    def with_blocks(self, blocks: list[Block] | tuple[Block, ...]) -> Page:
+        return replace(self, blocks=tuple(blocks))
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(b.text for b in self.blocks if b.text)
+
+
+class DocumentKind(StrEnum):
+    PDF = "pdf"
+    TEXT = "text"
+    MARKDOWN = "markdown"
+    CHAT = "chat"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """An extracted document: what every stage takes and returns."""
+
+    pages: tuple[Page, ...]
+    kind: DocumentKind = DocumentKind.TEXT
+    # Where it came from, for messages and reports ("-" for standard input).
+    name: str = "<text>"
+    # Extraction notes that are not removals (repaired xref, OCR'd pages...).
+    notes: tuple[str, ...] = field(default=())
+
+    def with_pages(self, pages: list[Page] | tuple[Page, ...]) -> Document:
+        return replace(self, pages=tuple(pages))
+
+    def blocks(self) -> Iterator[tuple[Page, Block]]:
+        for page in self.pages:
+            for block in page.blocks:
+                yield page, block
+
+    @property
+    def text(self) -> str:
+        """Plain text of the whole document; pages separated by a blank line."""
+        return "\n\n".join(p.text for p in self.pages if p.text)
+
+    @property
+    def is_chat(self) -> bool:
+        return self.kind is DocumentKind.CHAT

@@ -1,0 +1,91 @@
+"""Turn a cleaned document into what a prompt or a file needs: text, Markdown, JSON."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from docsan.model import Block, BlockKind, Document, Table
+
+
+def table_to_markdown(table: Table) -> str:
+    """GitHub-style pipe table. A pipe inside a cell is escaped so the grid stays intact."""
+    rows = table.text_rows()
+    if not rows:
+        return ""
+    width = table.n_cols
+
+    def line(cells: list[str]) -> str:
+        cells = [c.replace("\n", " ").replace("|", "\\|") for c in cells]
+        cells += [""] * (width - len(cells))
+        return "| " + " | ".join(cells) + " |"
+
+    head = rows[0] if table.header_rows else [""] * width
+    body = rows[1:] if table.header_rows else rows
+    out = [line(head), "|" + "|".join(["---"] * width) + "|"]
+    out += [line(r) for r in body]
+    return "\n".join(out)
+
+
+def table_to_html(table: Table) -> str:
+    """HTML table with rowspan/colspan, for spans that a pipe table cannot show."""
+    out = ["<table>"]
+    for i, row in enumerate(table.rows):
+        tag = "th" if i < table.header_rows else "td"
+        cells = []
+        for cell in row:
+            if cell.covered:
+                continue
+            attrs = ""
+            if cell.rowspan > 1:
+                attrs += f' rowspan="{cell.rowspan}"'
+            if cell.colspan > 1:
+                attrs += f' colspan="{cell.colspan}"'
+            cells.append(f"<{tag}{attrs}>{html.escape(cell.text)}</{tag}>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _has_spans(table: Table) -> bool:
+    return any(c.covered for r in table.rows for c in r)
+
+
+def render_block(block: Block, *, markdown: bool = False, table_html: bool = False) -> str:
+    if block.kind is BlockKind.TABLE and block.table is not None:
+        if table_html and _has_spans(block.table):
+            return table_to_html(block.table)
+        return table_to_markdown(block.table)
+    if markdown and block.kind is BlockKind.HEADING:
+        return "## " + block.text.replace("\n", " ")
+    return block.text
+
+
+def render_text(doc: Document, *, markdown: bool = False, table_html: bool = False) -> str:
+    """Blocks separated by blank lines; pages too (a page break is just a paragraph break)."""
+    parts = [
+        render_block(b, markdown=markdown, table_html=table_html)
+        for _, b in doc.blocks()
+        if b.kind is not BlockKind.FURNITURE
+    ]
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def render_messages(doc: Document) -> list[dict[str, str]]:
+    """A chat document back to an OpenAI-style ``messages`` list."""
+    return [
+        {"role": page.role or "user", "content": "\n\n".join(b.text for b in page.blocks if b.text)}
+        for page in doc.pages
+    ]
+
+
+def render_json(doc: Document, report: dict[str, Any] | None = None) -> str:
+    payload: dict[str, Any] = {"source": doc.name, "kind": str(doc.kind)}
+    if doc.is_chat:
+        payload["messages"] = render_messages(doc)
+    else:
+        payload["text"] = render_text(doc)
+    if report is not None:
+        payload["report"] = report
+    return json.dumps(payload, ensure_ascii=False, indent=2)

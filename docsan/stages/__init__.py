@@ -1,0 +1,45 @@
+"""The cleaning stages, by name.
+
+Each entry points at a class in this package whose fields are the stage's
+options (validated on construction) and whose ``__call__`` takes a
+:class:`~docsan.model.Document` and returns a :class:`~docsan.report.StageResult`.
+Modules are imported only when their stage is built, so ``import docsan``
+stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pydantic import ValidationError
+
+from docsan.errors import ConfigError
+from docsan.stages.base import Stage
+
+REGISTRY: dict[str, str] = {
+    "normalize": "docsan.stages.normalize:Normalize",
+    "reflow": "docsan.stages.reflow:Reflow",
+    "furniture": "docsan.stages.furniture:Furniture",
+    "tables": "docsan.stages.tables:TableRepair",
+    "repeats": "docsan.stages.repeats:Repeats",
+    "neardup": "docsan.stages.neardup:NearDuplicates",
+}
+
+
+def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
+    """Instantiate the stage called ``name`` with ``options``; ConfigError if either is wrong."""
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        known = ", ".join(REGISTRY)
+        raise ConfigError(f"unknown stage {name!r} (known: {known})") from None
+    module_name, cls_name = target.split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    try:
+        return cls(**(options or {}))
+    except (TypeError, ValidationError) as err:
+        raise ConfigError(f"stage {name!r}: bad options: {str(err).splitlines()[0]}") from None
+
+
+__all__ = ["REGISTRY", "Stage", "build_stage"]

@@ -1,0 +1,53 @@
+from pathlib import Path
+
+import pytest
+
+from docsan.config import DEFAULT_STAGES, Config, config_from_dict, load_config
+from docsan.errors import ConfigError
+from docsan.stages import build_stage
+
+
+def test_defaults_are_the_documented_stage_order():
+    assert Config().stages == DEFAULT_STAGES
+
+
+def test_toml_file_sets_extract_and_stage_options(tmp_path: Path):
+    f = tmp_path / "docsan.toml"
+    f.write_text('stages = ["normalize"]\n[extract]\nocr = "never"\n[normalize]\nfoo = 1\n')
+    cfg = load_config(f)
+    assert cfg.stages == ("normalize",)
+    assert cfg.extract.ocr == "never"
+    assert cfg.stage_options("normalize") == {"foo": 1}
+
+
+def test_flags_override_file_values():
+    cfg = config_from_dict({"extract": {"lang": "eng"}, "neardup": {"threshold": 0.7}})
+    new = cfg.with_overrides(extract={"ocr": "always"}, options={"neardup": {"threshold": 0.9}})
+    assert new.extract.lang == "eng" and new.extract.ocr == "always"
+    assert new.stage_options("neardup") == {"threshold": 0.9}
+    assert cfg.stage_options("neardup") == {"threshold": 0.7}
+
+
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        ({"extract": {"ocr": "sometimes"}}, "extract.ocr"),
+        ({"extract": {"dpi": 5}}, "extract.dpi"),
+        ({"budget": 5}, "unknown top-level"),
+    ],
+)
+def test_invalid_config_is_one_clear_error(data, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        config_from_dict(data)
+
+
+def test_unknown_stage_is_named():
+    with pytest.raises(ConfigError, match="unknown stage 'nope'"):
+        build_stage("nope")
+
+
+def test_bad_toml_names_the_file(tmp_path: Path):
+    f = tmp_path / "bad.toml"
+    f.write_text("stages = [")
+    with pytest.raises(ConfigError, match=r"bad\.toml: invalid TOML"):
+        load_config(f)
