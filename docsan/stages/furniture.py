@@ -1,0 +1,362 @@
+"""Running headers, footers and page numbers, confirmed by the document itself.
+
+A line is furniture only when three independent pieces of evidence agree:
+
+1. **Edge**: it sits in the top or bottom band of its page (by position when
+   the extractor gave one, else among the first/last lines of a form-feed
+   page of a text file).
+2. **Recurrence at a fixed place**: the same text (digits normalised, spaces
+   removed, fuzzy-matched) sits at about the same height on a *run* of pages:
+   consecutive pages, or every other page for book layouts whose odd and even
+   pages carry different heads. A run, not the whole document, so chapter
+   heads that change with each chapter are found too.
+3. **Not part of the page's data**: furniture is printed *outside* the text it
+   frames, so its text does not occur in the body of the same page. A value
+   at a page edge that also occurs in that page's body (a table's last row,
+   "Layoff Permanent" in a WARN report) is one instance of a repeated data
+   structure, not a running footer. If that holds on a sizeable share of the
+   pages where the text recurs, the whole group is data and nothing goes.
+
+Page numbers are recognised by form (``pagenum``) and, for bare numbers, by
+arithmetic: the number minus the page index must agree with another page's, so
+a column of figures at a page edge is not mistaken for page numbers.
+
+Table blocks are never touched. Furniture is dropped line by line, because a
+PyMuPDF block can join a header line with a page number or with body lines.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+import regex
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from rapidfuzz import fuzz, process
+
+from docsan.model import Block, BlockKind, Document, Page
+from docsan.report import Change, StageResult
+from docsan.stages.pagenum import parse_page_number
+
+_DIGITS = regex.compile(r"\d+")
+_SPACE = regex.compile(r"\s+")
+_LETTER = regex.compile(r"\p{L}")
+
+Band = Literal["top", "bottom"]
+
+
+def line_key(text: str) -> str:
+    """Comparison key: NFKC, case-folded, digit runs as one ``0``, no whitespace.
+
+    Digits go because page numbers and dates change from page to page while the
+    header around them does not; whitespace goes because extractors disagree on it.
+    """
+    s = unicodedata.normalize("NFKC", text).casefold()
+    return _SPACE.sub("", _DIGITS.sub("0", s))
+
+
+@dataclass(slots=True)
+class _Candidate:
+    page_index: int
+    block_index: int
+    line_index: int
+    text: str
+    key: str
+    band: Band
+    # Position along the page's vertical axis, 0 (top) to 1 (bottom), for PDF
+    # pages; the line's rank from its edge for text pages (no geometry).
+    pos: float
+    has_geometry: bool
+
+
+@dataclass(slots=True)
+class _PageLines:
+    candidates: list[_Candidate] = field(default_factory=list)
+    body_keys: set[str] = field(default_factory=set)
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class Furniture:
+    """Drop running headers, footers and page numbers that recur across pages."""
+
+    name: ClassVar[str] = "furniture"
+
+    # Height of the top and bottom bands, as a share of the page. 12% holds
+    # every header and footer of the corpus (the DMCA footer sits at 90-91%)
+    # while body text rarely recurs there at a fixed height.
+    band: float = Field(0.12, gt=0, lt=0.5)
+    # Text pages have no geometry: this many non-empty lines at each end of a
+    # form-feed page are candidates (a header is 1-3 lines).
+    edge_lines: int = Field(3, ge=1, le=10)
+    # A text must recur on this many pages of a run to be furniture. Three
+    # keeps a heading that happens to open two pages; short documents need
+    # fewer (see _needed), down to two, never one: one page proves nothing.
+    min_pages: int = Field(3, ge=2)
+    # Pages of a run (in its own step: 1, or 2 for odd/even heads) that may
+    # lack the text without ending the run: chapter openings omit the head.
+    max_skip: int = Field(1, ge=0)
+    # rapidfuzz ratio (0-100) above which two keys are the same line; 90
+    # absorbs OCR slips and a changed word-break, not a different chapter title.
+    similarity: float = Field(90.0, ge=50, le=100)
+    # How far (share of the page height) a line may sit from its group's usual
+    # height and still count: furniture is printed at a fixed place.
+    position_tolerance: float = Field(0.03, gt=0, lt=0.5)
+    # If the text also occurs in the page body on at least this share of the
+    # pages where it sits at the edge, it is data (a repeated table value).
+    data_share: float = Field(0.25, gt=0, le=1)
+
+    def __call__(self, doc: Document) -> StageResult:
+        pages = [self._page_lines(pi, p) for pi, p in enumerate(doc.pages)]
+        remove: dict[tuple[int, int, int], str] = {}
+        stats: Counter[str] = Counter()
+        self._page_numbers(doc, pages, remove)
+        self._recurring(doc, pages, remove, stats)
+        return self._apply(doc, remove, stats)
+
+    # -- candidates ------------------------------------------------------
+
+    def _page_lines(self, pi: int, page: Page) -> _PageLines:
+        out = _PageLines()
+        geometric = bool(page.height and page.width) and all(b.bbox is not None for b in page.blocks)
+        if geometric:
+            self._geometric_candidates(page, out)
+        else:
+            self._text_candidates(page, out)
+        for c in out.candidates:
+            c.page_index = pi
+        for block in page.blocks:
+            if block.kind is BlockKind.TABLE and block.table is not None:
+                out.body_keys.update(line_key(c.text) for row in block.table.rows for c in row if c.text)
+        out.body_keys.discard("")
+        return out
+
+    def _geometric_candidates(self, page: Page, out: _PageLines) -> None:
+        for bi, block in enumerate(page.blocks):
+            if block.kind is BlockKind.TABLE or block.bbox is None:
+                continue
+            lines = block.text.split("\n")
+            vertical = _is_vertical(block)
+            extent = (page.width if vertical else page.height) or 1.0
+            lo, hi = (block.bbox.x0, block.bbox.x1) if vertical else (block.bbox.y0, block.bbox.y1)
+            for li, (line, centre) in enumerate(zip(lines, _line_centres(lo, hi, len(lines), block), strict=True)):
+                key = line_key(line)
+                if not key:
+                    continue
+                pos = centre / extent
+                band: Band | None = "top" if pos < self.band else "bottom" if pos > 1 - self.band else None
+                if band is None:
+                    out.body_keys.add(key)
+                else:
+                    out.candidates.append(_Candidate(-1, bi, li, line, key, band, pos, True))
+
+    def _text_candidates(self, page: Page, out: _PageLines) -> None:
+        lines = [
+            (bi, li, line)
+            for bi, block in enumerate(page.blocks)
+            if block.kind is not BlockKind.TABLE
+            for li, line in enumerate(block.text.split("\n"))
+            if line_key(line)
+        ]
+        n = len(lines)
+        for rank, (bi, li, line) in enumerate(lines):
+            from_end = n - 1 - rank
+            if rank < self.edge_lines:
+                out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "top", rank, False))
+            elif from_end < self.edge_lines:
+                out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "bottom", from_end, False))
+            else:
+                out.body_keys.add(line_key(line))
+
+    # -- page numbers ----------------------------------------------------
+
+    def _page_numbers(self, doc: Document, pages: list[_PageLines], remove: dict[tuple[int, int, int], str]) -> None:
+        """Explicit forms go at any edge; a bare number only when it counts pages.
+
+        A bare number counts pages when its value minus the page index (its
+        offset) is the same on another page in the same band, and it is the
+        only number of that offset in its band on its page. A number whose
+        block holds other letterless lines is a cell of a column or row of
+        figures, not a page number.
+        """
+        found: list[tuple[_Candidate, int, bool]] = []
+        for lines in pages:
+            for c in lines.candidates:
+                number = parse_page_number(c.text)
+                if number is None:
+                    continue
+                block = doc.pages[c.page_index].blocks[c.block_index]
+                if not number.explicit and _letterless_lines(block) > 1:
+                    continue
+                found.append((c, number.value - doc.pages[c.page_index].number, number.explicit))
+        per_page = Counter((c.page_index, c.band, offset) for c, offset, explicit in found if not explicit)
+        pages_with = Counter((band, offset) for (_, band, offset), n in per_page.items() if n == 1)
+        confirmed = [
+            c
+            for c, offset, explicit in found
+            if explicit or (per_page[(c.page_index, c.band, offset)] == 1 and pages_with[(c.band, offset)] >= 2)
+        ]
+        # Numbering that skips (a sampled or excerpted document) is still a
+        # page number when it is the only number at its page edge and sits
+        # where confirmed page numbers sit.
+        slots = {(c.band, round(c.pos / self.position_tolerance)) for c in confirmed}
+        numbers_at_edge = Counter((c.page_index, c.band) for c, _, explicit in found if not explicit)
+        for c, _, explicit in found:
+            slot = round(c.pos / self.position_tolerance)
+            at_slot = any((c.band, slot + d) in slots for d in (-1, 0, 1))
+            if c in confirmed or (at_slot and numbers_at_edge[(c.page_index, c.band)] == 1):
+                remove[(c.page_index, c.block_index, c.line_index)] = "page number"
+
+    # -- recurring lines -------------------------------------------------
+
+    def _recurring(
+        self,
+        doc: Document,
+        pages: list[_PageLines],
+        remove: dict[tuple[int, int, int], str],
+        stats: Counter[str],
+    ) -> None:
+        groups = self._group(pages, remove)
+        for group in groups:
+            in_body = {c.page_index for c in group if c.key in pages[c.page_index].body_keys}
+            if len(in_body) >= self.data_share * len({c.page_index for c in group}):
+                stats["groups_kept_as_data"] += 1
+                continue
+            placed = _at_usual_place(group, self.position_tolerance)
+            placed = [c for c in placed if c.key not in pages[c.page_index].body_keys]
+            kept = self._in_runs(doc, placed)
+            if kept:
+                stats["groups_removed"] += 1
+            for c in kept:
+                remove.setdefault(
+                    (c.page_index, c.block_index, c.line_index),
+                    "running header" if c.band == "top" else "running footer",
+                )
+
+    def _group(self, pages: list[_PageLines], remove: dict[tuple[int, int, int], str]) -> list[list[_Candidate]]:
+        """Cluster candidates of each band by fuzzy-equal keys; only lines with letters take part.
+
+        Lines without letters (numbers, dates, dashes) are left to the page
+        number test: recurrence of "0" after digit normalisation means nothing.
+        """
+        by_band: dict[Band, list[_Candidate]] = defaultdict(list)
+        for lines in pages:
+            for c in lines.candidates:
+                if (c.page_index, c.block_index, c.line_index) not in remove and _LETTER.search(c.key):
+                    by_band[c.band].append(c)
+        groups: list[list[_Candidate]] = []
+        for cands in by_band.values():
+            counts = Counter(c.key for c in cands)
+            rep_of: dict[str, str] = {}
+            reps: list[str] = []
+            # Most frequent keys first, so a group is named by its usual form
+            # and a one-off variant joins it rather than the other way round.
+            for key, _ in counts.most_common():
+                match = process.extractOne(key, reps, scorer=fuzz.ratio, score_cutoff=self.similarity) if reps else None
+                if match is None:
+                    reps.append(key)
+                    rep_of[key] = key
+                else:
+                    rep_of[key] = match[0]
+            clusters: dict[str, list[_Candidate]] = defaultdict(list)
+            for c in cands:
+                clusters[rep_of[c.key]].append(c)
+            groups.extend(g for g in clusters.values() if len({c.page_index for c in g}) >= 2)
+        return groups
+
+    def _in_runs(self, doc: Document, group: list[_Candidate]) -> list[_Candidate]:
+        """The candidates that belong to a run of at least the needed number of pages.
+
+        A group whose pages are (nearly) all odd or all even is a book layout's
+        alternating head: its run steps over the other parity, and the number
+        of pages needed is judged among pages of that parity only.
+        """
+        numbers = sorted({doc.pages[c.page_index].number for c in group})
+        if not numbers:
+            return []
+        parities = Counter(n % 2 for n in numbers)
+        step = 2 if len(numbers) >= 2 and max(parities.values()) >= 0.8 * len(numbers) else 1
+        view_pages = len(doc.pages) if step == 1 else (len(doc.pages) + 1) // 2
+        needed = max(2, min(self.min_pages, view_pages))
+        runs: list[list[int]] = [[numbers[0]]]
+        for n in numbers[1:]:
+            if n - runs[-1][-1] > (self.max_skip + 1) * step:
+                runs.append([n])
+            else:
+                runs[-1].append(n)
+        good = {n for run in runs if len(run) >= needed for n in run}
+        return [c for c in group if doc.pages[c.page_index].number in good]
+
+    # -- output ----------------------------------------------------------
+
+    def _apply(self, doc: Document, remove: dict[tuple[int, int, int], str], stats: Counter[str]) -> StageResult:
+        changes: list[Change] = []
+        new_pages: list[Page] = []
+        for pi, page in enumerate(doc.pages):
+            marked = {(bi, li): reason for (p, bi, li), reason in remove.items() if p == pi}
+            if not marked:
+                new_pages.append(page)
+                continue
+            blocks: list[Block] = []
+            for bi, block in enumerate(page.blocks):
+                lines = block.text.split("\n")
+                kept = []
+                for li, line in enumerate(lines):
+                    reason = marked.get((bi, li))
+                    if reason is None:
+                        kept.append(line)
+                        continue
+                    changes.append(Change(stage=self.name, reason=reason, page=page.number, text=line))
+                    stats["lines_removed"] += 1
+                    stats[reason.replace(" ", "_") + "s"] += 1
+                if len(kept) == len(lines):
+                    blocks.append(block)
+                elif any(line.strip() for line in kept):
+                    blocks.append(block.with_text("\n".join(kept)))
+                else:
+                    stats["blocks_dropped"] += 1
+            if page.text.strip() and not any(b.text.strip() for b in blocks):
+                stats["pages_emptied"] += 1
+            new_pages.append(page.with_blocks(blocks))
+        base = {"lines_removed": 0, "pages_emptied": 0, "blocks_dropped": 0, "groups_removed": 0}
+        return StageResult(doc.with_pages(new_pages), changes, {**base, **stats})
+
+
+def _line_centres(lo: float, hi: float, n: int, block: Block) -> list[float]:
+    """Where each line of a block sits along the reading axis.
+
+    The model keeps a block's box, not its lines' boxes. A block no taller than
+    about one line holds lines side by side (PyMuPDF puts a footer's date,
+    title and page number in one block): they share the centre. Otherwise
+    lines are stacked and spread evenly over the box.
+    """
+    size = block.font_size or 10.0
+    if n <= 1 or hi - lo <= 1.8 * size:
+        return [(lo + hi) / 2] * n
+    step = (hi - lo) / n
+    return [lo + (i + 0.5) * step for i in range(n)]
+
+
+def _is_vertical(block: Block) -> bool:
+    """True for a block of text set sideways: tall, and no wider than a line or two.
+
+    A rotated page (a landscape report set sideways) or a margin slug keeps its
+    lines running along y; their distance from a page edge is then read along x.
+    """
+    box = block.bbox
+    size = block.font_size or 10.0
+    return box is not None and box.height > 2 * box.width and box.width <= 2.5 * size
+
+
+def _letterless_lines(block: Block) -> int:
+    return sum(1 for line in block.text.split("\n") if line.strip() and not _LETTER.search(line))
+
+
+def _at_usual_place(group: list[_Candidate], tolerance: float) -> list[_Candidate]:
+    """Members that sit near the group's median position (text pages: within one line of it)."""
+    positions = sorted(c.pos for c in group)
+    median = positions[len(positions) // 2]
+    limit = tolerance if group[0].has_geometry else 1.0
+    return [c for c in group if abs(c.pos - median) <= limit]
