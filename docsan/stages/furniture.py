@@ -203,7 +203,7 @@ class Furniture:
         # where confirmed page numbers sit.
         slots = {(c.band, round(c.pos / self.position_tolerance)) for c in confirmed}
         numbers_at_edge = Counter((c.page_index, c.band) for c, _, explicit in found if not explicit)
-        for c, _, explicit in found:
+        for c, *_ in found:
             slot = round(c.pos / self.position_tolerance)
             at_slot = any((c.band, slot + d) in slots for d in (-1, 0, 1))
             if c in confirmed or (at_slot and numbers_at_edge[(c.page_index, c.band)] == 1):
