@@ -176,8 +176,7 @@ class Furniture:
         """Explicit forms go at any edge; a bare number only when it counts pages.
 
         A bare number counts pages when its value minus the page index (its
-        offset) is the same on another page in the same band, and it is the
-        only number of that offset in its band on its page. A number whose
+        offset) is the same on another page, at the same place. A number whose
         block holds other letterless lines is a cell of a column or row of
         figures, not a page number.
         """
@@ -191,13 +190,23 @@ class Furniture:
                 if not number.explicit and _letterless_lines(block) > 1:
                     continue
                 found.append((c, number.value - doc.pages[c.page_index].number, number.explicit))
-        per_page = Counter((c.page_index, c.band, offset) for c, offset, explicit in found if not explicit)
-        pages_with = Counter((band, offset) for (_, band, offset), n in per_page.items() if n == 1)
-        confirmed = [
-            c
-            for c, offset, explicit in found
-            if explicit or (per_page[(c.page_index, c.band, offset)] == 1 and pages_with[(c.band, offset)] >= 2)
-        ]
+        # Bare numbers form series by (band, offset); the largest series that
+        # sits at one place on at least two pages is the page numbering, and a
+        # page keeps at most one page number per band.
+        series: dict[tuple[Band, int], list[_Candidate]] = defaultdict(list)
+        for c, offset, explicit in found:
+            if not explicit:
+                series[(c.band, offset)].append(c)
+        confirmed = [c for c, _, explicit in found if explicit]
+        numbered: set[tuple[int, Band]] = {(c.page_index, c.band) for c in confirmed}
+        for members in sorted(series.values(), key=len, reverse=True):
+            placed = [
+                c for c in _at_usual_place(members, self.position_tolerance) if (c.page_index, c.band) not in numbered
+            ]
+            if len({c.page_index for c in placed}) < 2 or len(placed) != len({c.page_index for c in placed}):
+                continue
+            confirmed.extend(placed)
+            numbered.update((c.page_index, c.band) for c in placed)
         # Numbering that skips (a sampled or excerpted document) is still a
         # page number when it is the only number at its page edge and sits
         # where confirmed page numbers sit.
@@ -206,7 +215,8 @@ class Furniture:
         for c, *_ in found:
             slot = round(c.pos / self.position_tolerance)
             at_slot = any((c.band, slot + d) in slots for d in (-1, 0, 1))
-            if c in confirmed or (at_slot and numbers_at_edge[(c.page_index, c.band)] == 1):
+            alone = numbers_at_edge[(c.page_index, c.band)] == 1 and (c.page_index, c.band) not in numbered
+            if c in confirmed or (at_slot and alone):
                 remove[(c.page_index, c.block_index, c.line_index)] = "page number"
 
     # -- recurring lines -------------------------------------------------
@@ -347,7 +357,9 @@ def _is_vertical(block: Block) -> bool:
     """
     box = block.bbox
     size = block.font_size or 10.0
-    return box is not None and box.height > 2 * box.width and box.width <= 2.5 * size
+    # Under three characters the box shape says nothing: a lone "4" is taller than wide.
+    longest = max((len(line.strip()) for line in block.text.split("\n")), default=0)
+    return box is not None and longest >= 3 and box.height > 2 * box.width and box.width <= 2.5 * size
 
 
 def _letterless_lines(block: Block) -> int:
