@@ -27,6 +27,12 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class TablePolicy(StrEnum):
+    once = "once"
+    fill = "fill"
+    html = "html"
+
+
 class OcrMode(StrEnum):
     auto = "auto"
     always = "always"
@@ -80,6 +86,13 @@ def clean(
     ocr: Annotated[
         OcrMode | None, typer.Option("--ocr", help="auto: OCR pages without usable text; always; never.")
     ] = None,
+    table_policy: Annotated[
+        TablePolicy | None,
+        typer.Option(
+            "--table-policy",
+            help="Spanned table cells: once (value once, rest blank), fill (repeat it), html (colspan/rowspan).",
+        ),
+    ] = None,
     config_file: Annotated[
         Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
     ] = None,
@@ -97,7 +110,8 @@ def clean(
     if no_ocr:
         extract["ocr"] = "never"
     try:
-        config = config.with_overrides(extract=extract)
+        options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
+        config = config.with_overrides(extract=extract, options=options)
         pipeline = Pipeline.from_config(config)
     except DocsanError as err:
         fail(str(err), 2)
