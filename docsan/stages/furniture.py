@@ -70,6 +70,8 @@ class _Candidate:
     # pages; the line's rank from its edge for text pages (no geometry).
     pos: float
     has_geometry: bool
+    # The block's font size when known: furniture keeps one look on every page.
+    size: float | None = None
 
 
 @dataclass(slots=True)
@@ -150,7 +152,7 @@ class Furniture:
                 if band is None:
                     out.body_keys.add(key)
                 else:
-                    out.candidates.append(_Candidate(-1, bi, li, line, key, band, pos, True))
+                    out.candidates.append(_Candidate(-1, bi, li, line, key, band, pos, True, block.font_size))
 
     def _text_candidates(self, page: Page, out: _PageLines) -> None:
         lines = [
@@ -367,8 +369,24 @@ def _letterless_lines(block: Block) -> int:
 
 
 def _at_usual_place(group: list[_Candidate], tolerance: float) -> list[_Candidate]:
-    """Members that sit near the group's median position (text pages: within one line of it)."""
-    positions = sorted(c.pos for c in group)
-    median = positions[len(positions) // 2]
+    """Members at the group's usual place and in its usual font size.
+
+    Usual = the median. Position within ``tolerance`` of the page (text pages:
+    within one line); size within 15%, so a title page that prints the running
+    title large (DMCA page 1) keeps its title.
+    """
+    median = _median([c.pos for c in group])
     limit = tolerance if group[0].has_geometry else 1.0
-    return [c for c in group if abs(c.pos - median) <= limit]
+    sizes = [c.size for c in group if c.size]
+    usual_size = _median(sizes) if sizes else None
+    return [
+        c
+        for c in group
+        if abs(c.pos - median) <= limit
+        and (usual_size is None or not c.size or abs(c.size - usual_size) <= 0.15 * usual_size)
+    ]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
