@@ -163,11 +163,14 @@ class Furniture:
             if line_key(line)
         ]
         n = len(lines)
+        # On a short page the edges shrink: at most a third of its lines at
+        # each end can be furniture, the rest is what the page is about.
+        edge = min(self.edge_lines, max(1, n // 3))
         for rank, (bi, li, line) in enumerate(lines):
             from_end = n - 1 - rank
-            if rank < self.edge_lines:
+            if rank < edge:
                 out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "top", rank, False))
-            elif from_end < self.edge_lines:
+            elif from_end < edge:
                 out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "bottom", from_end, False))
             else:
                 out.body_keys.add(line_key(line))
@@ -231,6 +234,7 @@ class Furniture:
         stats: Counter[str],
     ) -> None:
         groups = self._group(pages, remove)
+        confirmed: list[_Candidate] = []
         for group in groups:
             in_body = {c.page_index for c in group if c.key in pages[c.page_index].body_keys}
             if len(in_body) >= self.data_share * len({c.page_index for c in group}):
@@ -242,10 +246,53 @@ class Furniture:
             if kept:
                 stats["groups_removed"] += 1
             for c in kept:
-                remove.setdefault(
-                    (c.page_index, c.block_index, c.line_index),
-                    "running header" if c.band == "top" else "running footer",
-                )
+                remove.setdefault((c.page_index, c.block_index, c.line_index), _reason(c))
+            confirmed.extend(c for c in kept if c.has_geometry)
+        self._at_confirmed_slots(doc, pages, confirmed, remove, stats)
+
+    def _at_confirmed_slots(
+        self,
+        doc: Document,
+        pages: list[_PageLines],
+        confirmed: list[_Candidate],
+        remove: dict[tuple[int, int, int], str],
+        stats: Counter[str],
+    ) -> None:
+        """A chapter head printed on one or two pages only, in the exact slot of confirmed furniture.
+
+        Books print each chapter's name in the running head: a short chapter
+        shows its name once, too few for a run. It still sits at the height
+        and in the font of the heads confirmed elsewhere, which is the
+        evidence used here, three times tighter than for group members, and
+        only for a line with nothing but furniture between it and the page
+        edge (a body line that happens to start at that height is not), whose
+        block is aligned like the confirmed one (same left or right margin, or
+        same centre): a layout prints its heads flush or centred, always alike.
+        PDF pages only: on text pages "the same slot" would be every first line.
+        """
+        slots = {(c.band, c.pos, c.size, _x_edges(doc, c)) for c in confirmed if c.size}
+        if not slots:
+            return
+        limit = self.position_tolerance / 3
+        for page, lines in zip(doc.pages, pages, strict=True):
+            for c in lines.candidates:
+                where = (c.page_index, c.block_index, c.line_index)
+                if where in remove or not c.has_geometry or not c.size or not _LETTER.search(c.key):
+                    continue
+                # No body-text test here: a chapter head also titles its chapter
+                # in the body; the geometry below is the evidence.
+                if not _outermost(page, c, remove):
+                    continue
+                edges = _x_edges(doc, c)
+                if any(
+                    band == c.band
+                    and abs(pos - c.pos) <= limit
+                    and abs(size - c.size) <= 0.05 * size
+                    and _aligned(x, edges)
+                    for band, pos, size, x in slots
+                ):
+                    remove[where] = _reason(c)
+                    stats["slot_matches"] += 1
 
     def _group(self, pages: list[_PageLines], remove: dict[tuple[int, int, int], str]) -> list[list[_Candidate]]:
         """Cluster candidates of each band by fuzzy-equal keys; only lines with letters take part.
@@ -362,6 +409,43 @@ def _is_vertical(block: Block) -> bool:
     # Under three characters the box shape says nothing: a lone "4" is taller than wide.
     longest = max((len(line.strip()) for line in block.text.split("\n")), default=0)
     return box is not None and longest >= 3 and box.height > 2 * box.width and box.width <= 2.5 * size
+
+
+def _outermost(page: Page, c: _Candidate, remove: dict[tuple[int, int, int], str]) -> bool:
+    """True for a one-row block with nothing but furniture between it and its page edge."""
+    block = page.blocks[c.block_index]
+    own = block.bbox
+    # A head is one printed line (its pieces side by side); a block of stacked
+    # lines at the edge is body text that starts high or ends low.
+    if own is None or _is_vertical(block) or own.height > 1.8 * (block.font_size or 10.0):
+        return False
+    for bi, block in enumerate(page.blocks):
+        box = block.bbox
+        if bi == c.block_index or box is None:
+            continue
+        # By centre: neighbouring PyMuPDF blocks overlap by a fraction of a point.
+        centre = (box.y0 + box.y1) / 2
+        outside = centre < own.y0 if c.band == "top" else centre > own.y1
+        if not outside:
+            continue
+        lines = block.text.split("\n")
+        if any(line.strip() and (c.page_index, bi, li) not in remove for li, line in enumerate(lines)):
+            return False
+    return True
+
+
+def _x_edges(doc: Document, c: _Candidate) -> tuple[float, float]:
+    box = doc.pages[c.page_index].blocks[c.block_index].bbox
+    return (box.x0, box.x1) if box is not None else (0.0, 0.0)
+
+
+def _aligned(a: tuple[float, float], b: tuple[float, float], slack: float = 2.0) -> bool:
+    """Same left edge, same right edge, or same centre, within ``slack`` points."""
+    return abs(a[0] - b[0]) <= slack or abs(a[1] - b[1]) <= slack or abs(sum(a) - sum(b)) / 2 <= slack
+
+
+def _reason(c: _Candidate) -> str:
+    return "running header" if c.band == "top" else "running footer"
 
 
 def _letterless_lines(block: Block) -> int:
