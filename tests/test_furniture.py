@@ -143,10 +143,7 @@ def test_cancer_council_alternating_footers_with_tab(corpus: Path) -> None:
     # Nothing is left in the footer line (y > 92% of the page) of any page:
     # short chapters whose name is printed once are caught by their slot.
     bottom = [
-        (p.number, b.text)
-        for p in after.pages
-        for b in p.blocks
-        if b.bbox and p.height and b.bbox.y0 > 0.92 * p.height
+        (p.number, b.text) for p in after.pages for b in p.blocks if b.bbox and p.height and b.bbox.y0 > 0.92 * p.height
     ]
     assert bottom == []
     # The organisation is still named in the body (headings "Cancer Council" on pages 2 and 75).

@@ -124,7 +124,7 @@ class TableRepair:
     def _report_cell_lines(self, page: Page, changes: list[Change], stats: Counter[str]) -> None:
         for first, last in cell_per_line_runs(page):
             stats["cell_per_line_tables"] += 1
-            head = page.blocks[first].text.replace("\n", " | ")
+            head = "\n".join(b.text.replace("\n", " | ") for b in page.blocks[first : last + 1])
             # Nothing is rewritten: replacement == text marks a finding, not an edit.
             changes.append(
                 Change(
