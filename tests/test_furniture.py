@@ -279,3 +279,13 @@ def test_page_number_forms(line: str, value: int, explicit: bool) -> None:
 @pytest.mark.parametrize("line", ["mix", "dim", "civic", "Page", "3 apples", "1.5", "2020-08-06", "-" * 10_000])
 def test_not_page_numbers(line: str) -> None:
     assert parse_page_number(line) is None
+
+
+def test_chat_messages_are_not_pages() -> None:
+    pages = tuple(
+        Page(n, (Block(f"Thanks for asking.\nAnswer number {n} differs.\nBest regards, the bot"),), role="assistant")
+        for n in range(1, 6)
+    )
+    doc = Document(pages, kind=DocumentKind.CHAT)
+    result = Furniture()(doc)
+    assert result.document == doc and result.changes == []

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pdfplumber
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -261,3 +263,24 @@ def test_input_document_not_mutated() -> None:
     snapshot = render_text(doc)
     clean_document(doc, CONFIG)
     assert render_text(doc) == snapshot
+
+
+# -- properties of the grid repair ---------------------------------------------
+
+_cells = st.sampled_from(["", "", "a", "b", "地址", "1", "2.0"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_cells, min_size=1, max_size=6), min_size=1, max_size=6), st.sampled_from(["once", "html"]))
+def test_repair_keeps_every_distinct_value_of_every_row(rows: list[list[str]], policy: str) -> None:
+    table = Table.from_strings(rows)
+    fixed = repair_grid(table, policy).table  # type: ignore[arg-type]
+    # Rectangular, and no value vanishes from a row that keeps any text.
+    assert len({len(r) for r in fixed.rows}) <= 1
+    kept = [r for r in table.text_rows() if any(r)]
+    assert len(kept) == fixed.n_rows
+    for old, new in zip(kept, fixed.text_rows(), strict=True):
+        assert {v for v in old if v} == {v for v in new if v}
+        # Only values with letters may lose copies (merged spans); figures never do.
+        for v in {v for v in old if v and not v[0].isalpha()}:
+            assert new.count(v) == old.count(v)

@@ -95,7 +95,7 @@ class Furniture:
     edge_lines: int = Field(3, ge=1, le=10)
     # A text must recur on this many pages of a run to be furniture. Three
     # keeps a heading that happens to open two pages; short documents need
-    # fewer (see _needed), down to two, never one: one page proves nothing.
+    # fewer (see _in_runs), down to two, never one: one page proves nothing.
     min_pages: int = Field(3, ge=2)
     # Pages of a run (in its own step: 1, or 2 for odd/even heads) that may
     # lack the text without ending the run: chapter openings omit the head.
@@ -111,6 +111,10 @@ class Furniture:
     data_share: float = Field(0.25, gt=0, le=1)
 
     def __call__(self, doc: Document) -> StageResult:
+        if doc.is_chat:
+            # A chat message is not a printed page: a line every message
+            # repeats is the repeats stage's business, not a running head.
+            return self._apply(doc, {}, Counter())
         pages = [self._page_lines(pi, p) for pi, p in enumerate(doc.pages)]
         remove: dict[tuple[int, int, int], str] = {}
         stats: Counter[str] = Counter()
