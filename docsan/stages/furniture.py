@@ -73,6 +73,10 @@ class _Candidate:
     # The block's font size when known: furniture keeps one look on every page.
     size: float | None = None
 
+    @property
+    def where(self) -> tuple[int, int, int]:
+        return (self.page_index, self.block_index, self.line_index)
+
 
 @dataclass(slots=True)
 class _PageLines:
@@ -221,12 +225,14 @@ class Furniture:
         # where confirmed page numbers sit.
         slots = {(c.band, round(c.pos / self.position_tolerance)) for c in confirmed}
         numbers_at_edge = Counter((c.page_index, c.band) for c, _, explicit in found if not explicit)
+        for c in confirmed:
+            remove[c.where] = "page number"
         for c, *_ in found:
             slot = round(c.pos / self.position_tolerance)
             at_slot = any((c.band, slot + d) in slots for d in (-1, 0, 1))
             alone = numbers_at_edge[(c.page_index, c.band)] == 1 and (c.page_index, c.band) not in numbered
-            if c in confirmed or (at_slot and alone):
-                remove[(c.page_index, c.block_index, c.line_index)] = "page number"
+            if at_slot and alone:
+                remove[c.where] = "page number"
 
     # -- recurring lines -------------------------------------------------
 
@@ -250,7 +256,7 @@ class Furniture:
             if kept:
                 stats["groups_removed"] += 1
             for c in kept:
-                remove.setdefault((c.page_index, c.block_index, c.line_index), _reason(c))
+                remove.setdefault(c.where, _reason(c))
             confirmed.extend(c for c in kept if c.has_geometry)
         self._at_confirmed_slots(doc, pages, confirmed, remove, stats)
 
@@ -280,7 +286,7 @@ class Furniture:
         limit = self.position_tolerance / 3
         for page, lines in zip(doc.pages, pages, strict=True):
             for c in lines.candidates:
-                where = (c.page_index, c.block_index, c.line_index)
+                where = c.where
                 if where in remove or not c.has_geometry or not c.size or not _LETTER.search(c.key):
                     continue
                 # No body-text test here: a chapter head also titles its chapter
@@ -307,7 +313,7 @@ class Furniture:
         by_band: dict[Band, list[_Candidate]] = defaultdict(list)
         for lines in pages:
             for c in lines.candidates:
-                if (c.page_index, c.block_index, c.line_index) not in remove and _LETTER.search(c.key):
+                if c.where not in remove and _LETTER.search(c.key):
                     by_band[c.band].append(c)
         groups: list[list[_Candidate]] = []
         for cands in by_band.values():
@@ -357,8 +363,11 @@ class Furniture:
     def _apply(self, doc: Document, remove: dict[tuple[int, int, int], str], stats: Counter[str]) -> StageResult:
         changes: list[Change] = []
         new_pages: list[Page] = []
+        by_page: dict[int, dict[tuple[int, int], str]] = defaultdict(dict)
+        for (pi, bi, li), reason in remove.items():
+            by_page[pi][(bi, li)] = reason
         for pi, page in enumerate(doc.pages):
-            marked = {(bi, li): reason for (p, bi, li), reason in remove.items() if p == pi}
+            marked = by_page.get(pi)
             if not marked:
                 new_pages.append(page)
                 continue
@@ -410,9 +419,10 @@ def _is_vertical(block: Block) -> bool:
     """
     box = block.bbox
     size = block.font_size or 10.0
+    if box is None or box.height <= 2 * box.width or box.width > 2.5 * size:
+        return False
     # Under three characters the box shape says nothing: a lone "4" is taller than wide.
-    longest = max((len(line.strip()) for line in block.text.split("\n")), default=0)
-    return box is not None and longest >= 3 and box.height > 2 * box.width and box.width <= 2.5 * size
+    return max(len(line.strip()) for line in block.text.split("\n")) >= 3
 
 
 def _outermost(page: Page, c: _Candidate, remove: dict[tuple[int, int, int], str]) -> bool:
