@@ -21,6 +21,10 @@ Page numbers are recognised by form (``pagenum``) and, for bare numbers, by
 arithmetic: the number minus the page index must agree with another page's, so
 a column of figures at a page edge is not mistaken for page numbers.
 
+Once heads and numbers are confirmed, their *slots* (height, font, alignment)
+are known; a line printed exactly in such a slot is furniture even when its
+text occurs once (a short chapter's running head, a skipped page number).
+
 Table blocks are never touched. Furniture is dropped line by line, because a
 PyMuPDF block can join a header line with a page number or with body lines.
 """
@@ -39,6 +43,7 @@ from rapidfuzz import fuzz, process
 
 from docsan.model import Block, BlockKind, Document, Page
 from docsan.report import Change, StageResult
+from docsan.stages.layout import aligned, is_one_row, is_vertical, line_centres
 from docsan.stages.pagenum import parse_page_number
 
 _DIGITS = regex.compile(r"\d+")
@@ -148,10 +153,8 @@ class Furniture:
             if block.kind is BlockKind.TABLE or block.bbox is None:
                 continue
             lines = block.text.split("\n")
-            vertical = _is_vertical(block)
-            extent = (page.width if vertical else page.height) or 1.0
-            lo, hi = (block.bbox.x0, block.bbox.x1) if vertical else (block.bbox.y0, block.bbox.y1)
-            for li, (line, centre) in enumerate(zip(lines, _line_centres(lo, hi, len(lines), block), strict=True)):
+            extent = (page.width if is_vertical(block) else page.height) or 1.0
+            for li, (line, centre) in enumerate(zip(lines, line_centres(block), strict=True)):
                 key = line_key(line)
                 if not key:
                     continue
@@ -280,7 +283,13 @@ class Furniture:
         same centre): a layout prints its heads flush or centred, always alike.
         PDF pages only: on text pages "the same slot" would be every first line.
         """
-        slots = {(c.band, c.pos, c.size, _x_edges(doc, c)) for c in confirmed if c.size}
+        # Keyed by rounded place so a long document's thousands of confirmed
+        # lines make a handful of slots.
+        slots = {
+            (c.band, round(c.pos, 3), round(c.size, 1), round(_block(doc, c).bbox.x0), round(_block(doc, c).bbox.x1)): c
+            for c in confirmed
+            if c.size
+        }
         if not slots:
             return
         limit = self.position_tolerance / 3
@@ -293,13 +302,13 @@ class Furniture:
                 # in the body; the geometry below is the evidence.
                 if not _outermost(page, c, remove):
                     continue
-                edges = _x_edges(doc, c)
                 if any(
-                    band == c.band
-                    and abs(pos - c.pos) <= limit
-                    and abs(size - c.size) <= 0.05 * size
-                    and _aligned(x, edges)
-                    for band, pos, size, x in slots
+                    s.band == c.band
+                    and abs(s.pos - c.pos) <= limit
+                    and s.size
+                    and abs(s.size - c.size) <= 0.05 * s.size
+                    and aligned(_block(doc, s), _block(doc, c))
+                    for s in slots.values()
                 ):
                     remove[where] = _reason(c)
                     stats["slot_matches"] += 1
@@ -396,42 +405,13 @@ class Furniture:
         return StageResult(doc.with_pages(new_pages), changes, {**base, **stats})
 
 
-def _line_centres(lo: float, hi: float, n: int, block: Block) -> list[float]:
-    """Where each line of a block sits along the reading axis.
-
-    The model keeps a block's box, not its lines' boxes. A block no taller than
-    about one line holds lines side by side (PyMuPDF puts a footer's date,
-    title and page number in one block): they share the centre. Otherwise
-    lines are stacked and spread evenly over the box.
-    """
-    size = block.font_size or 10.0
-    if n <= 1 or hi - lo <= 1.8 * size:
-        return [(lo + hi) / 2] * n
-    step = (hi - lo) / n
-    return [lo + (i + 0.5) * step for i in range(n)]
-
-
-def _is_vertical(block: Block) -> bool:
-    """True for a block of text set sideways: tall, and no wider than a line or two.
-
-    A rotated page (a landscape report set sideways) or a margin slug keeps its
-    lines running along y; their distance from a page edge is then read along x.
-    """
-    box = block.bbox
-    size = block.font_size or 10.0
-    if box is None or box.height <= 2 * box.width or box.width > 2.5 * size:
-        return False
-    # Under three characters the box shape says nothing: a lone "4" is taller than wide.
-    return max(len(line.strip()) for line in block.text.split("\n")) >= 3
-
-
 def _outermost(page: Page, c: _Candidate, remove: dict[tuple[int, int, int], str]) -> bool:
     """True for a one-row block with nothing but furniture between it and its page edge."""
     block = page.blocks[c.block_index]
     own = block.bbox
     # A head is one printed line (its pieces side by side); a block of stacked
     # lines at the edge is body text that starts high or ends low.
-    if own is None or _is_vertical(block) or own.height > 1.8 * (block.font_size or 10.0):
+    if own is None or is_vertical(block) or not is_one_row(block):
         return False
     for bi, block in enumerate(page.blocks):
         box = block.bbox
@@ -448,14 +428,8 @@ def _outermost(page: Page, c: _Candidate, remove: dict[tuple[int, int, int], str
     return True
 
 
-def _x_edges(doc: Document, c: _Candidate) -> tuple[float, float]:
-    box = doc.pages[c.page_index].blocks[c.block_index].bbox
-    return (box.x0, box.x1) if box is not None else (0.0, 0.0)
-
-
-def _aligned(a: tuple[float, float], b: tuple[float, float], slack: float = 2.0) -> bool:
-    """Same left edge, same right edge, or same centre, within ``slack`` points."""
-    return abs(a[0] - b[0]) <= slack or abs(a[1] - b[1]) <= slack or abs(sum(a) - sum(b)) / 2 <= slack
+def _block(doc: Document, c: _Candidate) -> Block:
+    return doc.pages[c.page_index].blocks[c.block_index]
 
 
 def _reason(c: _Candidate) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from statistics import median
 
 from docsan.model import Block, BlockKind, Page
+from docsan.stages.layout import is_one_row
 
 # A row block: at least this many cells...
 MIN_CELLS = 3
@@ -31,9 +32,8 @@ def _is_row_block(block: Block) -> bool:
     lines = [line.strip() for line in block.text.split("\n") if line.strip()]
     if len(lines) < MIN_CELLS or median(len(line) for line in lines) > MAX_MEDIAN_CELL_CHARS:
         return False
-    size = block.font_size or 10.0
     # Side by side: the block is one text line thick (along y, or along x for sideways text).
-    return min(block.bbox.width, block.bbox.height) <= 1.8 * size
+    return is_one_row(block)
 
 
 def cell_per_line_runs(page: Page) -> list[tuple[int, int]]:
