@@ -289,3 +289,19 @@ def test_chat_messages_are_not_pages() -> None:
     doc = Document(pages, kind=DocumentKind.CHAT)
     result = Furniture()(doc)
     assert result.document == doc and result.changes == []
+
+
+def test_pipe_table_rows_repeated_at_page_tops_are_data() -> None:
+    # A text export whose table continues over pages repeats its header row on
+    # each page: that row is part of a table, not a running header.
+    notes = [
+        "North grew fastest.",
+        "South was flat.",
+        "East lost a client.",
+        "West opened two sites.",
+        "Totals follow.",
+    ]
+    pages = [f"| Region | Revenue | Growth |\n| R{i} | {i}00 | {i}% |\n\n{note}" for i, note in enumerate(notes, 1)]
+    result = clean_text("\f".join(pages), CONFIG)
+    assert result.text.count("| Region | Revenue | Growth |") == 5
+    assert result.report.stage("furniture").changes == []

@@ -41,10 +41,11 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from rapidfuzz import fuzz, process
 
-from docsan.model import Block, BlockKind, Document, Page
+from docsan.model import Block, BlockKind, Document, Page, Table
 from docsan.report import Change, StageResult
 from docsan.stages.layout import aligned, is_one_row, is_vertical, line_centres
 from docsan.stages.pagenum import parse_page_number
+from docsan.tables.pipes import parse_pipe_table
 
 _DIGITS = regex.compile(r"\d+")
 _SPACE = regex.compile(r"\s+")
@@ -135,22 +136,23 @@ class Furniture:
 
     def _page_lines(self, pi: int, page: Page) -> _PageLines:
         out = _PageLines()
+        # Tables are data, never furniture, and their cells count as body text.
+        tables = {bi: grid for bi, block in enumerate(page.blocks) if (grid := _table_grid(block)) is not None}
+        for grid in tables.values():
+            out.body_keys.update(line_key(c.text) for row in grid.rows for c in row if c.text)
         geometric = bool(page.height and page.width) and all(b.bbox is not None for b in page.blocks)
         if geometric:
-            self._geometric_candidates(page, out)
+            self._geometric_candidates(page, out, set(tables))
         else:
-            self._text_candidates(page, out)
+            self._text_candidates(page, out, set(tables))
         for c in out.candidates:
             c.page_index = pi
-        for block in page.blocks:
-            if block.kind is BlockKind.TABLE and block.table is not None:
-                out.body_keys.update(line_key(c.text) for row in block.table.rows for c in row if c.text)
         out.body_keys.discard("")
         return out
 
-    def _geometric_candidates(self, page: Page, out: _PageLines) -> None:
+    def _geometric_candidates(self, page: Page, out: _PageLines, tables: set[int]) -> None:
         for bi, block in enumerate(page.blocks):
-            if block.kind is BlockKind.TABLE or block.bbox is None:
+            if bi in tables or block.bbox is None:
                 continue
             lines = block.text.split("\n")
             extent = (page.width if is_vertical(block) else page.height) or 1.0
@@ -165,11 +167,11 @@ class Furniture:
                 else:
                     out.candidates.append(_Candidate(-1, bi, li, line, key, band, pos, True, block.font_size))
 
-    def _text_candidates(self, page: Page, out: _PageLines) -> None:
+    def _text_candidates(self, page: Page, out: _PageLines, tables: set[int]) -> None:
         lines = [
             (bi, li, line)
             for bi, block in enumerate(page.blocks)
-            if block.kind is not BlockKind.TABLE
+            if bi not in tables
             for li, line in enumerate(block.text.split("\n"))
             if line_key(line)
         ]
@@ -426,6 +428,13 @@ def _outermost(page: Page, c: _Candidate, remove: dict[tuple[int, int, int], str
         if any(line.strip() and (c.page_index, bi, li) not in remove for li, line in enumerate(lines)):
             return False
     return True
+
+
+def _table_grid(block: Block) -> Table | None:
+    """The block's grid: an extractor's table, or pipe text the tables stage will read as one."""
+    if block.kind is BlockKind.TABLE:
+        return block.table or Table(())
+    return parse_pipe_table(block.text) if "|" in block.text else None
 
 
 def _block(doc: Document, c: _Candidate) -> Block:
