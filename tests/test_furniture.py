@@ -305,3 +305,35 @@ def test_pipe_table_rows_repeated_at_page_tops_are_data() -> None:
     result = clean_text("\f".join(pages), CONFIG)
     assert result.text.count("| Region | Revenue | Growth |") == 5
     assert result.report.stage("furniture").changes == []
+
+
+def _book_page(n: int, head: str, number: str, body: str) -> Page:
+    """A book page: running head on top (flush left on even, right on odd pages), number at the foot."""
+    x0 = 50 if n % 2 == 0 else 350
+    return _page(
+        n,
+        [
+            Block(head, bbox=BBox(x0, 30, x0 + 200, 40), font_size=9),
+            Block(body, bbox=BBox(50, 100, 550, 700), font_size=11),
+            Block(number, bbox=BBox(290, 760, 310, 770), font_size=9),
+        ],
+    )
+
+
+def test_chapter_heads_change_per_chapter_and_roman_front_matter() -> None:
+    bodies = [f"Paragraph {n}: " + " ".join(f"word{n * k}" for k in range(40)) for n in range(1, 15)]
+    roman = ["i", "ii", "iii", "iv"]
+    pages = [_book_page(n, "Preface", roman[n - 1], bodies[n - 1]) for n in range(1, 5)]
+    heads = {5: "Chapter 1. Getting started", 10: "Chapter 2. Going further"}
+    head = ""
+    for n in range(5, 15):
+        head = heads.get(n, head)
+        # Even pages carry the book title, odd pages the chapter.
+        pages.append(_book_page(n, "A Book About Things" if n % 2 == 0 else head, str(n - 4), bodies[n - 1]))
+    doc = Document(tuple(pages), kind=DocumentKind.PDF)
+    result = Furniture()(doc)
+    after = result.document
+    assert all(len(p.blocks) == 1 and p.blocks[0].text == bodies[p.number - 1] for p in after.pages)
+    assert result.stats["page_numbers"] == 14
+    reasons = {(c.page, c.reason) for c in result.changes}
+    assert (7, "running header") in reasons and (11, "running header") in reasons
