@@ -13,10 +13,10 @@ Runs first so every later stage compares clean text. Three steps per block:
 3. Whitespace: other Unicode spaces become ASCII spaces, runs collapse to one,
    trailing spaces go, blank-line runs shrink to one paragraph break.
 
-Steps 1 and 2 are repeated until the text stops changing (at most a few
-rounds): removing a control character can bring two halves of a mojibake
-sequence together, and ftfy's lossy-sequence repair can emit U+FFFD. This is
-what makes the stage idempotent.
+The steps are repeated until the text stops changing (at most a few rounds):
+removing a control character or folding an NBSP can bring two halves of a
+mojibake sequence together, and ftfy's lossy-sequence repair can emit U+FFFD.
+This is what makes the stage idempotent.
 """
 
 from __future__ import annotations
@@ -227,20 +227,23 @@ class _Cleaner:
         """Clean one piece of text, recording what was removed or repaired in ``tally``."""
         if in_table:
             # A cell has no paragraphs: a form feed there is just a stray control.
-            tally.removed["\x0c"] += text.count("\x0c")
-            text = text.replace("\x0c", " ")
+            if "\x0c" in text:
+                tally.removed["\x0c"] += text.count("\x0c")
+                text = text.replace("\x0c", " ")
+        # Repeated to a fixed point: removing a control character or folding
+        # an NBSP can complete a mojibake sequence ftfy did not see before.
         for _ in range(_MAX_ROUNDS):
             before = text
             text = self._ftfy(text, tally.fixes)
             if self.stage.remove_invisible:
                 text = self.pattern.sub(tally.drop, text)
+            if self.stage.unify_spaces:
+                text, n = _OTHER_SPACES.subn(" ", text)
+                self.stats["spaces_unified"] += n
+            if self.stage.collapse_whitespace:
+                text = self._whitespace(text, keep_indent=keep_indent)
             if text == before:
                 break
-        if self.stage.unify_spaces:
-            text, n = _OTHER_SPACES.subn(" ", text)
-            self.stats["spaces_unified"] += n
-        if self.stage.collapse_whitespace:
-            text = self._whitespace(text, keep_indent=keep_indent)
         return text
 
     def _ftfy(self, text: str, fixes: list[str]) -> str:
@@ -269,7 +272,7 @@ class _Cleaner:
     def _report(self, page: Page, before: str, after: str, tally: _Tally) -> None:
         if tally.fixes:
             steps = ", ".join(dict.fromkeys(tally.fixes))
-            self.changes.append(Change("normalize", f"mojibake repaired (ftfy: {steps})", page.number, before, after))
+            self.changes.append(Change("normalize", f"repaired by ftfy ({steps})", page.number, before, after))
         by_class: dict[str, Counter[str]] = {}
         for char, n in tally.removed.items():
             by_class.setdefault(invisible_class(char), Counter())[char] = n
