@@ -225,11 +225,10 @@ class _Cleaner:
 
     def text(self, text: str, tally: _Tally, *, keep_indent: bool, in_table: bool = False) -> str:
         """Clean one piece of text, recording what was removed or repaired in ``tally``."""
-        if in_table:
+        if in_table and "\x0c" in text:
             # A cell has no paragraphs: a form feed there is just a stray control.
-            if "\x0c" in text:
-                tally.removed["\x0c"] += text.count("\x0c")
-                text = text.replace("\x0c", " ")
+            tally.removed["\x0c"] += text.count("\x0c")
+            text = text.replace("\x0c", " ")
         # Repeated to a fixed point: removing a control character or folding
         # an NBSP can complete a mojibake sequence ftfy did not see before.
         for _ in range(_MAX_ROUNDS):
