@@ -8,7 +8,7 @@ so patterns built from them stay linear-time.
 
 from __future__ import annotations
 
-import unicodedata
+import regex
 
 # The characters normalize removes, grouped by the name a report shows, as
 # inclusive (first, last) code point ranges. Each is a way to hide text from
@@ -60,6 +60,10 @@ def invisible_class(char: str) -> str:
     raise ValueError(f"U+{cp:04X} is not a removable character")
 
 
+# East Asian Wide and Fullwidth characters: two columns on a page.
+_WIDE = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
+
+
 def display_width(text: str) -> int:
     """Columns ``text`` takes on a page: wide (CJK) characters count two.
 
@@ -67,4 +71,4 @@ def display_width(text: str) -> int:
     counting characters would make a full line of Chinese look half as long
     as a full line of English.
     """
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return len(text) if text.isascii() else len(text) + len(_WIDE.findall(text))

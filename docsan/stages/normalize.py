@@ -33,7 +33,7 @@ from pydantic.dataclasses import dataclass
 
 from docsan.model import Block, BlockKind, Document, Page, Source, Table
 from docsan.report import Change, StageResult
-from docsan.stages.charclass import REMOVABLE, invisible_class
+from docsan.stages.charclass import CJK, REMOVABLE, invisible_class
 
 # Tag-character spellings of the subdivision flags that have an emoji
 # (RGI): England, Scotland, Wales. Anything else in tag characters is a
@@ -47,6 +47,8 @@ _OTHER_SPACES = regex.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
 # Fixed-width lookbehind, one greedy class: linear.
 _SPACE_RUN = regex.compile(r"(?<=[^ \t\n])[ \t]{2,}")
 _BLANK_LINES = regex.compile(r"\n{3,}")
+# See Normalize._ftfy: one class, fullmatch, linear.
+_FTFY_NOT_NEEDED = regex.compile(rf"[\x20-\x7e\n\t{CJK}\u3000\u2013\u2014\u2018\u2019\u201c\u201d\u2026]*")
 # The layout whitespace stripped from line ends; U+3000 included, since an
 # ideographic space at a line end indents nothing.
 _TRAILING = " \t\u3000"
@@ -246,10 +248,12 @@ class _Cleaner:
         return text
 
     def _ftfy(self, text: str, fixes: list[str]) -> str:
-        # Fast path: pure ASCII without ESC or CR has nothing ftfy could fix
-        # (no mojibake, ligature or surrogate is ASCII), and most PDF text is
-        # ASCII, so this skips ftfy's scans for it.
-        if text.isascii() and "\x1b" not in text and "\r" not in text:
+        # Fast path: text made only of characters no ftfy fix involves
+        # (printable ASCII, CJK, curly quotes, dashes) is left alone without
+        # ftfy's scans, which cost as much as extraction on CJK pages. Every
+        # mojibake ftfy repairs contains a Latin-1, Latin Extended, Cyrillic,
+        # box-drawing or other symbol character outside this set.
+        if _FTFY_NOT_NEEDED.fullmatch(text):
             return text
         fixed, steps = ftfy.fix_and_explain(text, self.config)
         if fixed != text:
@@ -258,15 +262,16 @@ class _Cleaner:
         return fixed
 
     def _whitespace(self, text: str, *, keep_indent: bool) -> str:
-        lines = []
-        for line in text.split("\n"):
-            stripped = line.lstrip(" \t")
-            indent = line[: len(line) - len(stripped)] if keep_indent else ""
-            body, n = _SPACE_RUN.subn(" ", stripped)
-            self.stats["whitespace_runs_collapsed"] += n
-            lines.append((indent + body).rstrip(_TRAILING))
-        text = _BLANK_LINES.sub("\n\n", "\n".join(lines))
-        return text.strip("\n")
+        # The run pattern's lookbehind skips line-leading indentation; the
+        # strips are plain str methods (a regex anchored at line ends would
+        # rescan a long run of spaces from each of its positions).
+        text, n = _SPACE_RUN.subn(" ", text)
+        self.stats["whitespace_runs_collapsed"] += n
+        if keep_indent:
+            lines = (line.rstrip(_TRAILING) for line in text.split("\n"))
+        else:
+            lines = (line.lstrip(" \t").rstrip(_TRAILING) for line in text.split("\n"))
+        return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n")
 
     def _report(self, page: Page, before: str, after: str, tally: _Tally) -> None:
         if tally.fixes:

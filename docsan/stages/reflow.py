@@ -8,7 +8,7 @@ running the stage again sees two paragraphs and joins nothing more (the
 stage is idempotent: after one pass every remaining single line break sits
 before a list marker or an indented line, which a second pass keeps too).
 
-Joining never puts a space next to a CJK character; a hyphen at a line end
+Joining never puts a space between two CJK characters; a hyphen at a line end
 is dropped only when the document itself spells the word without it; spaces
 that OCR puts between two CJK characters are removed everywhere. Tables are
 never touched, headings become one line.
@@ -28,6 +28,9 @@ from docsan.report import Change, StageResult
 from docsan.stages.charclass import CJK, display_width
 
 _CJK_CHAR = regex.compile(rf"[{CJK}]")
+_CJK_PUNCT = regex.compile(r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60]")
+# Line-final characters that continue a token across the break (see _joiner).
+_GLUE_AFTER = frozenset("–—/")
 # Spaces between two CJK characters ("费用 分 类"). The lookarounds are one
 # character wide and the run is one class: linear.
 _CJK_SPACES = regex.compile(rf"(?<=[{CJK}]) +(?=[{CJK}])")
@@ -59,11 +62,13 @@ class Reflow:
 
     name: ClassVar[str] = "reflow"
 
-    # A line shorter than this fraction of the block's longest line ends a
-    # paragraph (or is a heading or label) rather than wrapping. Wrapped
-    # lines of justified or ragged text are within ~20% of each other in
-    # character count even with proportional fonts; 0.7 leaves that slack.
-    short_line_ratio: float = Field(0.7, gt=0, le=1)
+    # A line break is deliberate (a paragraph end, a heading, a label) when
+    # the next line's first word would have fitted on the line: line width +
+    # space + word width at most this fraction of the block's longest line.
+    # Below 1 because widths are counted in characters while fonts are
+    # proportional: a line of "m"s holds fewer characters than a line of
+    # "i"s, so "fits" must fit with room to spare.
+    fit_ratio: float = Field(0.85, gt=0, le=1)
     # A block whose longest line is narrower than this (display columns, a
     # CJK character counting two) is a list of short lines (names, an
     # address, a form) and not wrapped prose: its breaks are kept.
@@ -82,7 +87,7 @@ class Reflow:
     remove_cjk_spaces: bool = True
 
     def __call__(self, doc: Document) -> StageResult:
-        vocab = _Vocabulary.of(doc) if self.dehyphenate else None
+        vocab = _Vocabulary(doc) if self.dehyphenate else None
         stats: Counter[str] = Counter()
         changes: list[Change] = []
         pages = []
@@ -132,7 +137,7 @@ class Reflow:
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n")
                 run = [line]
-            elif prev_width < self.short_line_ratio * widest:
+            elif prev_width + 1 + display_width(line.split(None, 1)[0]) <= self.fit_ratio * widest:
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n\n")
                 counts["paragraph_breaks"] += 1
@@ -164,9 +169,25 @@ class Reflow:
                 else:
                     text += nxt
                 continue
-            cjk = _CJK_CHAR.fullmatch(text[-1:]) or _CJK_CHAR.fullmatch(nxt[:1])
-            text += ("" if cjk else " ") + nxt
+            text += _joiner(text[-1], nxt[0], text[-2:-1]) + nxt
         return text
+
+
+def _joiner(last: str, first: str, before_last: str) -> str:
+    """What replaces a line break between ``last`` and ``first``: a space or nothing.
+
+    Nothing between two CJK characters or next to CJK punctuation (it
+    carries its own spacing), and after a dash or slash that ends a line
+    ("FAA–2020–" + "0746", "https://" + "www..."). A space between CJK and
+    Latin/digits, which keeps "公司" and "2,078,800" from a table row apart.
+    """
+    if _CJK_PUNCT.match(last) or _CJK_PUNCT.match(first):
+        return ""
+    if _CJK_CHAR.match(last) and _CJK_CHAR.match(first):
+        return ""
+    if last in _GLUE_AFTER and before_last and not before_last.isspace():
+        return ""
+    return " "
 
 
 def _word_before_hyphen(text: str) -> str:
@@ -193,17 +214,19 @@ class _Vocabulary:
     while wrongly joining "well-\\nknown" would invent a word.
     """
 
-    def __init__(self, words: set[str], hyphenated: set[str]) -> None:
-        self.words = words
-        self.hyphenated = hyphenated
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.words: set[str] | None = None
+        self.hyphenated: set[str] = set()
 
-    @classmethod
-    def of(cls, doc: Document) -> _Vocabulary:
-        text = "\n".join(b.text for _, b in doc.blocks())
-        words = {w.lower() for w in _WORD.findall(text)}
-        hyphenated = {w.lower().replace("\u2010", "-") for w in _HYPHENATED.findall(text)}
-        return cls(words, hyphenated)
+    def _build(self) -> set[str]:
+        # Built on first use: most blocks never end a line with a hyphen.
+        text = "\n".join(b.text for _, b in self.doc.blocks()).lower()
+        self.hyphenated = {w.replace("\u2010", "-") for w in _HYPHENATED.findall(text)}
+        return set(_WORD.findall(text))
 
     def prefers_joined(self, head: str, tail: str) -> bool:
+        if self.words is None:
+            self.words = self._build()
         head, tail = head.lower(), tail.lower()
         return f"{head}-{tail}" not in self.hyphenated and head + tail in self.words
