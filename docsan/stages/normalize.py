@@ -1,0 +1,289 @@
+"""The normalize stage: repair mojibake, remove invisible characters, tidy whitespace.
+
+Runs first so every later stage compares clean text. Three steps per block:
+
+1. ftfy repairs mojibake with a CJK-safe configuration (see :meth:`Normalize.ftfy_config`).
+2. Invisible characters are removed (:mod:`docsan.stages.charclass`): controls,
+   zero-width and bidi characters, tag characters, soft hyphens, U+FFFD. They
+   are how hidden instructions are smuggled into prompts, so each removal is
+   reported, grouped per block and per character class. Two emoji sequences
+   need them and keep them: a ZWJ between two emoji (👨‍👩‍👧) and the tag
+   characters of the subdivision flags (England, Scotland, Wales).
+   A form feed inside a block splits the block: the layout meant a break.
+3. Whitespace: other Unicode spaces become ASCII spaces, runs collapse to one,
+   trailing spaces go, blank-line runs shrink to one paragraph break.
+
+The steps are repeated until the text stops changing (at most a few rounds):
+removing a control character or folding an NBSP can bring two halves of a
+mojibake sequence together, and ftfy's lossy-sequence repair can emit U+FFFD.
+This is what makes the stage idempotent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass as plain_dataclass
+from dataclasses import field, replace
+from typing import ClassVar
+
+import ftfy
+import regex
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass
+
+from docsan.model import Block, BlockKind, Document, Page, Source, Table
+from docsan.report import Change, StageResult
+from docsan.stages.charclass import CJK, REMOVABLE, invisible_class
+
+# Tag-character spellings of the subdivision flags that have an emoji
+# (RGI): England, Scotland, Wales. Anything else in tag characters is a
+# hidden message, not a flag.
+RGI_FLAG_TAGS: tuple[str, ...] = ("gbeng", "gbsct", "gbwls")
+
+# Zs spaces other than the ASCII space and the ideographic space U+3000:
+# NBSP, the typographic spaces U+2000-U+200A, narrow NBSP, math space, ogham.
+_OTHER_SPACES = regex.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
+# A run of two or more spaces/tabs after visible text on the same line.
+# Fixed-width lookbehind, one greedy class: linear.
+_SPACE_RUN = regex.compile(r"(?<=[^ \t\n])[ \t]{2,}")
+_BLANK_LINES = regex.compile(r"\n{3,}")
+# See Normalize._ftfy: one class, fullmatch, linear.
+_FTFY_NOT_NEEDED = regex.compile(rf"[\x20-\x7e\n\t{CJK}\u3000\u2013\u2014\u2018\u2019\u201c\u201d\u2026]*")
+# The layout whitespace stripped from line ends; U+3000 included, since an
+# ideographic space at a line end indents nothing.
+_TRAILING = " \t\u3000"
+# Pages from these sources were laid out by a PDF: line-leading spaces are
+# positioning noise there, while in text files and chat they are indentation
+# (code, nested lists) and kept.
+_LAYOUT_SOURCES = frozenset({Source.TEXT_LAYER, Source.OCR, Source.TABLE_EXTRACTOR})
+# Enough rounds of ftfy + removal for any real input; each round either
+# changes nothing (and stops) or removes characters, so this only bounds the
+# pathological case.
+_MAX_ROUNDS = 4
+
+
+def _flag_pattern(flags: tuple[str, ...]) -> str:
+    seqs = ["".join(chr(0xE0000 + ord(c)) for c in f) for f in flags]
+    return "\U0001f3f4(?:" + "|".join(regex.escape(s) for s in seqs) + ")\U000e007f" if seqs else "(?!)"
+
+
+def _invisible_pattern(flags: tuple[str, ...]) -> regex.Pattern[str]:
+    # Alternation tried at each position: a kept flag sequence (bounded
+    # length), a kept ZWJ between emoji (single-character lookarounds), or
+    # one removable character. No nested quantifiers: linear.
+    emoji_before = r"[\p{Extended_Pictographic}\ufe0f\U0001f3fb-\U0001f3ff]"
+    return regex.compile(
+        rf"(?P<flag>{_flag_pattern(flags)})"
+        rf"|(?P<zwj>(?<={emoji_before})\u200d(?=\p{{Extended_Pictographic}}))"
+        rf"|(?P<drop>[{REMOVABLE}])"
+    )
+
+
+@dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class Normalize:
+    """Repair mojibake and remove the invisible characters used to hide text."""
+
+    name: ClassVar[str] = "normalize"
+
+    # ftfy's encoding repair ("Ã©" -> "é"). On by default: PDFs and pasted text
+    # often carry UTF-8 read as Windows-1252; ftfy only acts on text its
+    # badness heuristic flags, so correct CJK text is left alone.
+    fix_mojibake: bool = True
+    # Ligatures (ﬁ, ﬂ) become their letters: PDF fonts emit them, and a
+    # ligature splits words for search, de-hyphenation and the tokenizer.
+    fix_ligatures: bool = True
+    # Remove the invisible characters listed in charclass.INVISIBLE_CLASSES.
+    # Off only to inspect raw extractor output.
+    remove_invisible: bool = True
+    # Subdivision flags whose tag characters survive (tag letters, e.g.
+    # "gbeng"). Only the RGI flags by default: allowing any tag spelling
+    # would let a "flag" carry a hidden ASCII message.
+    emoji_flag_tags: tuple[str, ...] = RGI_FLAG_TAGS
+    # NBSP, thin spaces etc. become ASCII spaces. The ideographic space
+    # U+3000 is kept: Chinese uses it for paragraph indentation and to align
+    # fields ("姓名　张三"); folding it would change the text's layout meaning.
+    unify_spaces: bool = True
+    # Collapse runs of spaces/tabs inside a line to one space (a single tab
+    # is kept: it may separate columns); strip trailing spaces; shrink runs
+    # of blank lines to one paragraph break.
+    collapse_whitespace: bool = True
+
+    def ftfy_config(self) -> ftfy.TextFixerConfig:
+        """ftfy with everything that would change correct CJK text switched off.
+
+        - ``fix_character_width=False``: width folding turns Chinese full-width
+          punctuation (，：（）) into ASCII.
+        - ``uncurl_quotes=False``: curly quotes are text, not damage; Chinese
+          uses “”‘’ as its quotation marks.
+        - ``normalization=None``: even NFC changes CJK text. The 268 CJK
+          compatibility ideographs (U+F900-U+FAFF...) have canonical
+          singleton decompositions, so NFC rewrites e.g. U+F900 豈 to U+8C48;
+          that changes what the source said (tests/test_normalize.py proves it).
+        - ``unescape_html=False``: "&lt;b&gt;" in a document is literal text;
+          unescaping would turn it into markup the document never had.
+        - ``fix_c1_controls=False``: C1 controls are removed and reported by
+          this stage rather than guessed into Windows-1252 punctuation.
+        - ``remove_control_chars=False``: this stage removes controls itself,
+          so each removal is reported, and ftfy's list would also strip the
+          tag characters of emoji flags.
+        - ``restore_byte_a0=False``: reading an ordinary space as a lost NBSP
+          byte is ftfy's main false-positive source, and reflow creates new
+          "X Y" adjacencies when it joins lines.
+        """
+        return ftfy.TextFixerConfig(
+            unescape_html=False,
+            remove_terminal_escapes=True,
+            fix_encoding=self.fix_mojibake,
+            restore_byte_a0=False,
+            fix_c1_controls=False,
+            fix_latin_ligatures=self.fix_ligatures,
+            fix_character_width=False,
+            uncurl_quotes=False,
+            fix_line_breaks=True,
+            fix_surrogates=True,
+            remove_control_chars=False,
+            normalization=None,
+            explain=True,
+        )
+
+    def __call__(self, doc: Document) -> StageResult:
+        cleaner = _Cleaner(self)
+        pages = []
+        for page in doc.pages:
+            blocks: list[Block] = []
+            for block in page.blocks:
+                blocks.extend(cleaner.block(page, block))
+            pages.append(page if tuple(blocks) == page.blocks else page.with_blocks(blocks))
+        return StageResult(document=doc.with_pages(pages), changes=cleaner.changes, stats=dict(cleaner.stats))
+
+
+@plain_dataclass(slots=True)
+class _Tally:
+    """What cleaning one block did: removed characters, ftfy's steps, hidden tag text."""
+
+    removed: Counter[str] = field(default_factory=Counter)
+    fixes: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    def drop(self, match: regex.Match[str]) -> str:
+        if match.group("drop") is None:
+            return match.group()
+        char = match.group()
+        self.removed[char] += 1
+        if 0xE0020 <= ord(char) <= 0xE007E:
+            # Tag characters spell ASCII (U+E0041 is "A"): keep the message they hid for the report.
+            self.tags.append(chr(ord(char) - 0xE0000))
+        return ""
+
+
+class _Cleaner:
+    """One run of the stage over a document: holds the compiled patterns and the tallies."""
+
+    def __init__(self, stage: Normalize) -> None:
+        self.stage = stage
+        self.config = stage.ftfy_config()
+        self.pattern = _invisible_pattern(stage.emoji_flag_tags)
+        self.changes: list[Change] = []
+        self.stats: Counter[str] = Counter()
+
+    def block(self, page: Page, block: Block) -> list[Block]:
+        if block.kind is BlockKind.TABLE and block.table is not None:
+            return [self._table(page, block)]
+        tally = _Tally()
+        # The form feed inside a block is a break the layout meant; the
+        # pieces become separate blocks (paragraphs).
+        pieces = block.text.split("\x0c")
+        if len(pieces) > 1:
+            tally.removed["\x0c"] += len(pieces) - 1
+            self.stats["form_feeds"] += len(pieces) - 1
+        indent = block.source not in _LAYOUT_SOURCES
+        texts = [self.text(p, tally, keep_indent=indent) for p in pieces]
+        texts = [t for t in texts if t.strip()]
+        out = [block.with_text(t) for t in texts]
+        if len(out) == 1 and texts[0] == block.text:
+            return [block]
+        self.stats["blocks_changed"] += 1
+        if not out:
+            self.stats["blocks_emptied"] += 1
+        self._report(page, block.text, "\n\n".join(texts), tally)
+        return out
+
+    def _table(self, page: Page, block: Block) -> Block:
+        assert block.table is not None
+        tally = _Tally()
+        # Count on the table's cells (its content); the block's plain
+        # rendering is cleaned the same way without counting it twice.
+        rows = tuple(
+            tuple(replace(c, text=self.text(c.text, tally, keep_indent=False, in_table=True)) for c in row)
+            for row in block.table.rows
+        )
+        table = Table(rows=rows, header_rows=block.table.header_rows)
+        text = self.text(block.text, _Tally(), keep_indent=False, in_table=True)
+        if text == block.text and table == block.table:
+            return block
+        self.stats["blocks_changed"] += 1
+        self._report(page, block.text, text, tally)
+        return replace(block, text=text, table=table)
+
+    def text(self, text: str, tally: _Tally, *, keep_indent: bool, in_table: bool = False) -> str:
+        """Clean one piece of text, recording what was removed or repaired in ``tally``."""
+        if in_table and "\x0c" in text:
+            # A cell has no paragraphs: a form feed there is just a stray control.
+            tally.removed["\x0c"] += text.count("\x0c")
+            text = text.replace("\x0c", " ")
+        # Repeated to a fixed point: removing a control character or folding
+        # an NBSP can complete a mojibake sequence ftfy did not see before.
+        for _ in range(_MAX_ROUNDS):
+            before = text
+            text = self._ftfy(text, tally.fixes)
+            if self.stage.remove_invisible:
+                text = self.pattern.sub(tally.drop, text)
+            if self.stage.unify_spaces:
+                text, n = _OTHER_SPACES.subn(" ", text)
+                self.stats["spaces_unified"] += n
+            if self.stage.collapse_whitespace:
+                text = self._whitespace(text, keep_indent=keep_indent)
+            if text == before:
+                break
+        return text
+
+    def _ftfy(self, text: str, fixes: list[str]) -> str:
+        # Fast path: text made only of characters no ftfy fix involves
+        # (printable ASCII, CJK, curly quotes, dashes) is left alone without
+        # ftfy's scans, which cost as much as extraction on CJK pages. Every
+        # mojibake ftfy repairs contains a Latin-1, Latin Extended, Cyrillic,
+        # box-drawing or other symbol character outside this set.
+        if _FTFY_NOT_NEEDED.fullmatch(text):
+            return text
+        fixed, steps = ftfy.fix_and_explain(text, self.config)
+        if fixed != text:
+            self.stats["ftfy_fixes"] += 1
+            fixes.extend(f"{s.action} {s.parameter}" for s in steps or [])
+        return fixed
+
+    def _whitespace(self, text: str, *, keep_indent: bool) -> str:
+        # The run pattern's lookbehind skips line-leading indentation; the
+        # strips are plain str methods (a regex anchored at line ends would
+        # rescan a long run of spaces from each of its positions).
+        text, n = _SPACE_RUN.subn(" ", text)
+        self.stats["whitespace_runs_collapsed"] += n
+        if keep_indent:
+            lines = (line.rstrip(_TRAILING) for line in text.split("\n"))
+        else:
+            lines = (line.lstrip(" \t").rstrip(_TRAILING) for line in text.split("\n"))
+        return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n")
+
+    def _report(self, page: Page, before: str, after: str, tally: _Tally) -> None:
+        if tally.fixes:
+            steps = ", ".join(dict.fromkeys(tally.fixes))
+            self.changes.append(Change("normalize", f"repaired by ftfy ({steps})", page.number, before, after))
+        by_class: dict[str, Counter[str]] = {}
+        for char, n in tally.removed.items():
+            by_class.setdefault(invisible_class(char), Counter())[char] = n
+        for cls, chars in by_class.items():
+            counts = ", ".join(f"U+{ord(c):04X} ×{n}" for c, n in sorted(chars.items()))
+            extra = f' (hidden text "{"".join(tally.tags)[:200]}")' if cls == "tag character" and tally.tags else ""
+            reason = f"{cls}: {counts}{extra}"
+            self.changes.append(Change("normalize", reason, page.number, before, after))
+            self.stats[f"removed_{cls.replace(' ', '_').replace('-', '_')}"] += sum(chars.values())
+            self.stats["chars_removed"] += sum(chars.values())
