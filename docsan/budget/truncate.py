@@ -90,8 +90,12 @@ class _Fitter:
     def fits(self, text: str, room: int) -> bool:
         return self.tokenizer.count(text + JOINER) <= room
 
-    def cut(self, unit: Unit, room: int, keep: Keep) -> _Taken | None:
-        """Cut ``unit``'s body so the unit costs at most ``room``; None when nothing useful fits."""
+    def cut(self, unit: Unit, room: int, keep: Keep, *, allow_token: bool = True) -> _Taken | None:
+        """Cut ``unit``'s body so the unit costs at most ``room``; None when nothing useful fits.
+
+        At the last sentence end that fits; failing that, with
+        ``allow_token`` and enough room, at a token boundary.
+        """
         if not unit.cuttable or room <= 0:
             return None
         heads = "".join(p.text + JOINER for p in unit.pieces[:-1]) if keep == "head" else ""
@@ -120,7 +124,7 @@ class _Fitter:
         if best is not None and candidate(best):
             text = candidate(best)
             return _Taken(unit, self.tokenizer.count(heads + text + JOINER), keep, text, CUT_SENTENCE)
-        if room < self.min_token_cut:
+        if not allow_token or room < self.min_token_cut:
             return None
         text = self._token_cut(body, offsets, heads, room, keep)
         if text is None:
@@ -135,7 +139,7 @@ class _Fitter:
             if text.strip():
                 over = self.tokenizer.count(heads + text + JOINER) - room
                 if over <= 0:
-                    return text
+                    return _at_word_end(text, keep)
                 k -= over
             else:
                 k -= 1
@@ -151,6 +155,8 @@ class _Fitter:
         """
         taken_ids = {t.unit.index for t in self.taken}
         cut_made = False
+        # Where no sentence end fits, the first such unit, for the last-resort token cut.
+        fallback: Unit | None = None
         for unit in order:
             if unit.index in taken_ids:
                 break
@@ -161,14 +167,37 @@ class _Fitter:
                 continue
             if not unit.cuttable or cut_made:
                 continue  # dropped whole (a table, or one cut already made); smaller units may follow
-            piece = self.cut(unit, room, keep)
+            piece = self.cut(unit, room, keep, allow_token=stop_at_cut)
             if piece is not None:
                 self.taken.append(piece)
                 room -= piece.cost
                 cut_made = True
+            elif fallback is None:
+                fallback = unit
             if stop_at_cut:
                 break
+        if not cut_made and fallback is not None:
+            # query order: only after every whole unit had its chance does a
+            # token-boundary cut fill what is left.
+            piece = self.cut(fallback, room, keep)
+            if piece is not None:
+                self.taken.append(piece)
+                room -= piece.cost
         return room
+
+
+# A token cut backs off to the last word end within this many characters,
+# so English is not cut mid-word; text without spaces (CJK) keeps the token cut.
+_WORD_BACKOFF = 40
+
+
+def _at_word_end(text: str, keep: Keep) -> str:
+    """Shorten a token-boundary cut to a word boundary when one is near (a shorter text still fits)."""
+    if keep == "head":
+        ws = max(text.rfind(" ", len(text) - _WORD_BACKOFF), text.rfind("\n", len(text) - _WORD_BACKOFF))
+        return text[:ws].rstrip() if ws > 0 and text[:ws].strip() else text
+    found = [i for i in (text.find(" ", 0, _WORD_BACKOFF), text.find("\n", 0, _WORD_BACKOFF)) if i >= 0]
+    return text[min(found) :].lstrip() if found and text[min(found) :].strip() else text
 
 
 def _first_fitting(positions: list[int], fits: Callable[[int], bool]) -> int | None:
