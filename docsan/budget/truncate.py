@@ -297,21 +297,23 @@ def _verify(doc: Document, fitter: _Fitter, render: Callable[[Document], str]) -
 def _fill_slack(
     doc: Document, fitter: _Fitter, render: Callable[[Document], str], out: Document, tokens: int
 ) -> tuple[Document, int]:
-    """Offer the unused tokens back to the cut unit once (estimates are pessimistic at joins)."""
-    slack = fitter.budget - tokens
-    cut = next((i for i, t in enumerate(fitter.taken) if t.body is not None), None)
-    if slack <= 0 or cut is None:
-        return out, tokens
-    old = fitter.taken[cut]
-    bigger = fitter.cut(old.unit, old.cost + slack, old.keep)
-    if bigger is None or bigger.body is None or len(bigger.body) <= len(old.body or ""):
-        return out, tokens
-    fitter.taken[cut] = bigger
-    trial = _build(doc, fitter.taken)
-    n = fitter.tokenizer.count(render(trial))
-    if n <= fitter.budget:
-        return trial, n
-    fitter.taken[cut] = old
+    """Offer the unused tokens to each cut unit once (estimates are pessimistic at joins)."""
+    for k, old in enumerate(fitter.taken):
+        slack = fitter.budget - tokens
+        if slack <= 0:
+            break
+        if old.body is None:
+            continue
+        bigger = fitter.cut(old.unit, old.cost + slack, old.keep)
+        if bigger is None or bigger.body is None or len(bigger.body) <= len(old.body):
+            continue
+        fitter.taken[k] = bigger
+        trial = _build(doc, fitter.taken)
+        n = fitter.tokenizer.count(render(trial))
+        if n <= fitter.budget:
+            out, tokens = trial, n
+        else:
+            fitter.taken[k] = old
     return out, tokens
 
 
