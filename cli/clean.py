@@ -219,6 +219,7 @@ def budget_overrides(
             stages.remove("budget")
         stages.append("budget")
         opts: dict[str, object] = {"budget": budget, "markdown": markdown, "table_html": _table_html(config), **tok}
+        opts["suffix"] = "\n"  # the final newline clean writes after the text
         if query is not None:
             opts["query"] = query
         if strategy is not None:

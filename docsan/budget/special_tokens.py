@@ -6,8 +6,8 @@ token literally anywhere in the text: a pasted ``<｜end▁of▁sentence｜>`` o
 turn or open a fake one. No anchor tool guards against this.
 
 The guard finds every added token of the tokenizer in one left-to-right pass
-(a regex alternation of the escaped literals, longest first, compiled once
-per tokenizer: leftmost-longest, as the tokenizer matches them) and either
+(one regex of the escaped literals arranged as a trie, compiled once per
+tokenizer; leftmost-longest, as the tokenizer matches them) and either
 
 - ``escape`` (default): inserts a backslash after the token's first
   character (``<\\｜User｜>``); the text stays readable and visibly escaped,
@@ -59,9 +59,34 @@ def guard_for(tokenizer: Tokenizer) -> Guard:
     tokens = sorted(tokenizer.special_tokens, key=lambda t: (-len(t), t))
     if not tokens:
         return Guard(None, {})
-    # Literal alternatives only (no quantifiers): one linear scan.
-    pattern = regex.compile("|".join(regex.escape(t) for t in tokens))
-    return Guard(pattern, {t: _escape_token(t, tokenizer) for t in tokens})
+    return Guard(regex.compile(_trie_pattern(tokens)), {t: _escape_token(t, tokenizer) for t in tokens})
+
+
+def _trie_pattern(tokens: list[str]) -> str:
+    """One regex for all tokens, shaped as a trie: ``<(?:｜(?:User｜>|Assistant｜>)|think>)``.
+
+    A flat alternation of 1,283 literals retries every one of them at every
+    "<" (12 s on 400k characters of "<｜"); in the trie each position
+    follows one branch per character, so the scan costs at most the longest
+    token's length per position. A greedy optional group after a complete
+    token prefers the longer token (leftmost-longest, like the tokenizer).
+    """
+    end = ""
+    root: dict[str, dict] = {}
+    for token in tokens:
+        node = root
+        for ch in token:
+            node = node.setdefault(ch, {})
+        node[end] = {}
+
+    def emit(node: dict[str, dict]) -> str:
+        alts = [regex.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch != end]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if end in node else body
+
+    return emit(root)
 
 
 def neutralise(text: str, tokenizer: Tokenizer, action: Action = "escape") -> tuple[str, list[str]]:
@@ -110,7 +135,8 @@ class SpecialTokens:
         pages = []
         for page in doc.pages:
             blocks = [self._block(b, page.number, tok, changes) for b in page.blocks]
-            pages.append(page.with_blocks(blocks))
+            same = all(a is b for a, b in zip(blocks, page.blocks, strict=True))
+            pages.append(page if same else page.with_blocks(blocks))
         out = replace(doc, pages=tuple(pages)) if changes else doc
         return StageResult(out, changes, {"tokens_neutralised": len(changes)})
 

@@ -35,6 +35,9 @@ class Budget:
     # these to match --format markdown and the tables stage's html policy.
     markdown: bool = False
     table_html: bool = False
+    # Text written after the document and counted with it: the CLI ends its
+    # output with a newline, and the file as written is what must fit.
+    suffix: str = ""
 
     def __post_init__(self) -> None:
         # Fail when the pipeline is built (one error line), not once per file.
@@ -53,4 +56,5 @@ class Budget:
             query=self.query,
             markdown=self.markdown,
             table_html=self.table_html,
+            suffix=self.suffix,
         )

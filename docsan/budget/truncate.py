@@ -14,11 +14,12 @@ How:
    The first cuttable unit that does not fit is cut to the space left, at a
    sentence end, or, only when no sentence end fits and more than
    :data:`TOKEN_CUT_MIN_SHARE` of the budget would stay empty, at a token
-   boundary. Tables and headings are never cut.
+   boundary (or when nothing else would be kept). Tables and headings are
+   never cut.
 4. The kept units are put back in document order, rendered, and counted
    exactly. While the count is over (a merge at a join the estimate missed),
    the last unit taken is cut further or dropped: every round removes
-   tokens, so the loop ends. Then any slack left is offered back to the cut
+   tokens, so the loop ends. Then any slack left is offered to each cut
    unit once, verified the same way.
 """
 
@@ -47,10 +48,12 @@ JOINER = "\n\n"  # what render_text puts between blocks
 # flows to the tail.
 HEAD_SHARE = 2 / 3
 # A token-boundary cut (mid-sentence) is a last resort: made only when no
-# sentence end fits and otherwise more than this share of the budget would
-# stay empty. Below that, a few percent of unused budget is better than a
-# broken sentence at the end of the prompt.
+# sentence end fits and otherwise more than this share of the budget (and
+# at least TOKEN_CUT_MIN tokens) would stay empty, or nothing at all would
+# be kept. Below that, a few unused tokens are better than a broken
+# sentence at the end of the prompt.
 TOKEN_CUT_MIN_SHARE = 0.05
+TOKEN_CUT_MIN = 8
 
 DROPPED = "dropped: over budget"
 CUT_SENTENCE = "cut at sentence end: over budget"
@@ -124,7 +127,7 @@ class _Fitter:
         if best is not None and candidate(best):
             text = candidate(best)
             return _Taken(unit, self.tokenizer.count(heads + text + JOINER), keep, text, CUT_SENTENCE)
-        if not allow_token or room < self.min_token_cut:
+        if not allow_token or (room < self.min_token_cut and self.taken):
             return None
         text = self._token_cut(body, offsets, heads, room, keep)
         if text is None:
@@ -230,11 +233,13 @@ def fit_document(
     query: str | None = None,
     markdown: bool = False,
     table_html: bool = False,
+    suffix: str = "",
 ) -> StageResult:
     """Return ``doc`` cut to at most ``budget`` tokens of rendered text, with a Change per dropped/cut block.
 
     ``markdown``/``table_html`` must match how the result will be rendered
-    (:func:`docsan.render.render_text`); the count is taken on that text.
+    (:func:`docsan.render.render_text`); the count is taken on that text
+    followed by ``suffix`` (the CLI's final newline, when it writes one).
     ``stats`` holds ``tokens`` (exact count of the result), ``budget``,
     ``units_total/kept/dropped/cut``.
     """
@@ -247,7 +252,7 @@ def fit_document(
     stats: dict[str, int | float] = {"budget": budget, "units_total": len(all_units)}
 
     def render(d: Document) -> str:
-        return render_text(d, markdown=markdown, table_html=table_html)
+        return render_text(d, markdown=markdown, table_html=table_html) + suffix
 
     # Fast path: when the estimate says it may fit, the exact count decides.
     if sum(costs) <= budget * 1.05 + 16:
@@ -256,7 +261,7 @@ def fit_document(
             stats.update(tokens=total, tokens_before=total, units_kept=len(all_units), units_dropped=0, units_cut=0)
             return StageResult(doc, [], stats)
 
-    fitter = _Fitter(tokenizer, budget, max(1, int(budget * TOKEN_CUT_MIN_SHARE)))
+    fitter = _Fitter(tokenizer, budget, max(TOKEN_CUT_MIN, int(budget * TOKEN_CUT_MIN_SHARE)))
     if chosen == "head":
         fitter.greedy(all_units, costs, budget, "head", stop_at_cut=True)
     elif chosen == "head-tail":
