@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_budget_fit import SCRIPTS
 
 from docsan.budget.chat import count_messages_default, fit_messages
 from docsan.budget.tokenizer import Tokenizer
@@ -139,3 +142,29 @@ def test_turns_before_the_first_user_message_form_their_own_turn(tok: Tokenizer)
     ]
     fit = fit_messages(msgs, 60, tok)
     assert fit.indices == [1, 2, 3, 4]  # the greeting went; the tool output stays with its turn
+
+
+ROLES = ["user", "assistant", "tool", "system"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    roles=st.lists(st.sampled_from(ROLES), min_size=1, max_size=12),
+    contents=st.lists(st.text(alphabet="".join(SCRIPTS.values()) + "。. \n", max_size=300), min_size=12, max_size=12),
+    budget=st.integers(1, 500),
+)
+def test_random_histories_never_exceed_the_budget(roles: list[str], contents: list[str], budget: int) -> None:
+    """Random histories in several scripts: within budget by the counter's count, or a clear error."""
+    tok = Tokenizer.load()
+    msgs = [{"role": r, "content": c} for r, c in zip(roles, contents, strict=False)]
+    try:
+        fit = fit_messages(msgs, budget, tok)
+    except ConfigError as err:
+        assert "too small" in str(err)
+        return
+    count = count_messages_default(tok)
+    assert fit.tokens == count(fit.messages) <= budget
+    kept_roles = [msgs[i]["role"] for i in fit.indices]
+    assert kept_roles.count("system") == roles.count("system")
+    if "user" in roles:
+        assert max(i for i, r in enumerate(roles) if r == "user") in fit.indices
