@@ -8,15 +8,18 @@
 The stages ``budget`` and ``special_tokens`` wrap these for the pipeline.
 """
 
-from docsan.budget.chat import count_messages_default, fit_messages
+from docsan.budget.chat import ChatFit, CountMessages, count_messages_default, fit_chat, fit_messages
 from docsan.budget.special_tokens import neutralise
 from docsan.budget.tokenizer import Tokenizer, TokenizerError
 from docsan.budget.truncate import fit_document
 
 __all__ = [
+    "ChatFit",
+    "CountMessages",
     "Tokenizer",
     "TokenizerError",
     "count_messages_default",
+    "fit_chat",
     "fit_document",
     "fit_messages",
     "neutralise",

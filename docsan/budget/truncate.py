@@ -241,7 +241,7 @@ def fit_document(
     (:func:`docsan.render.render_text`); the count is taken on that text
     followed by ``suffix`` (the CLI's final newline, when it writes one).
     ``stats`` holds ``tokens`` (exact count of the result), ``budget``,
-    ``units_total/kept/dropped/cut``.
+    ``fill`` (tokens / budget) and ``units_total/kept/dropped/cut``.
     """
     if budget < 1:
         raise ConfigError(f"budget: must be at least 1 token, got {budget}")
@@ -258,7 +258,7 @@ def fit_document(
     if sum(costs) <= budget * 1.05 + 16:
         total = tokenizer.count(render(doc))
         if total <= budget:
-            stats.update(tokens=total, tokens_before=total, units_kept=len(all_units), units_dropped=0, units_cut=0)
+            stats.update(tokens=total, units_kept=len(all_units), units_dropped=0, units_cut=0, fill=total / budget)
             return StageResult(doc, [], stats)
 
     fitter = _Fitter(tokenizer, budget, max(TOKEN_CUT_MIN, int(budget * TOKEN_CUT_MIN_SHARE)))
