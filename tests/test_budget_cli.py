@@ -114,3 +114,23 @@ def test_errors_are_one_line(tmp_path: Path, config: Path) -> None:
     assert code == 2 and "need --budget" in output
     code, output = clean(str(src), "--config", str(config), "--budget", "9", "--strategy", "query")
     assert code == 2 and "needs a query" in output
+
+
+def test_toml_config_drives_the_stages(tok: Tokenizer) -> None:
+    """The stages work from a TOML-style config too: `[budget]` and `[special_tokens]` tables."""
+    from docsan import clean_text
+    from docsan.config import config_from_dict
+
+    config = config_from_dict(
+        {
+            "stages": ["special_tokens", "budget"],
+            "special_tokens": {"action": "remove"},
+            "budget": {"budget": 40, "strategy": "head-tail"},
+        }
+    )
+    text = "\n\n".join(f"Paragraph {i} <｜User｜> says something short." for i in range(30))
+    result = clean_text(text, config)
+    assert tok.count(result.text) <= 40
+    assert "<｜User｜>" not in result.text and "Paragraph 0" in result.text and "Paragraph 29" in result.text
+    assert result.report.stage("special_tokens").stats["tokens_neutralised"] == 30
+    assert result.report.stage("budget").stats["tokens"] <= 40
