@@ -52,10 +52,15 @@ FRAGMENTS = [*CONTROL, "<", "｜", "▁", "think", ">", "</", "<｜", "｜>", "\
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=40))
-def test_no_control_token_survives_random_splicing(parts: list[str]) -> None:
+@given(
+    st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=40),
+    st.sampled_from(["escape", "remove"]),
+)
+def test_no_control_token_survives_random_splicing(parts: list[str], action: str) -> None:
+    """Removing "<think>" from "<｜Us<think>er｜>" makes a new token: the guard must catch that too."""
     tok = Tokenizer.load()
-    clean, _ = neutralise("".join(parts), tok)
+    assert special_ids_in(neutralise("<｜Us<think>er｜>", tok, "remove")[0], tok) == set()
+    clean, _ = neutralise("".join(parts), tok, action)  # type: ignore[arg-type]
     assert special_ids_in(clean, tok) == set()
 
 
