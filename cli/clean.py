@@ -33,6 +33,12 @@ class TablePolicy(StrEnum):
     html = "html"
 
 
+class BudgetStrategy(StrEnum):
+    head = "head"
+    head_tail = "head-tail"
+    query = "query"
+
+
 class OcrMode(StrEnum):
     auto = "auto"
     always = "always"
@@ -96,6 +102,22 @@ def clean(
     config_file: Annotated[
         Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
     ] = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", min=1, help="Keep at most N tokens (exact count), whole paragraphs.")
+    ] = None,
+    query: Annotated[
+        str | None, typer.Option("--query", help="With --budget: keep the paragraphs most relevant to this question.")
+    ] = None,
+    strategy: Annotated[
+        BudgetStrategy | None,
+        typer.Option(
+            "--strategy", help="With --budget: head, head-tail, or query [default: query if --query, else head]."
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json [default: DeepSeek-V4]."),
+    ] = None,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
@@ -112,6 +134,7 @@ def clean(
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
+        config = budget_overrides(config, budget, query, strategy, tokenizer, markdown=fmt is OutputFormat.markdown)
         pipeline = Pipeline.from_config(config)
     except DocsanError as err:
         fail(str(err), 2)
@@ -178,3 +201,42 @@ def clean(
 
 def _table_html(config: Config) -> bool:
     return config.stage_options("tables").get("policy") == "html"
+
+
+def budget_overrides(
+    config: Config,
+    budget: int | None,
+    query: str | None,
+    strategy: BudgetStrategy | None,
+    tokenizer: str | None,
+    *,
+    markdown: bool,
+) -> Config:
+    """Append the special_tokens stage (with --budget or --tokenizer) and the budget stage (with --budget).
+
+    A tokenizer names the model the prompt is for, so its control tokens are
+    guarded whenever one is given; the budget stage runs last, on the text
+    exactly as it will be written.
+    """
+    if budget is None and (query is not None or strategy is not None):
+        fail("--query and --strategy need --budget N", 2)
+    if budget is None and tokenizer is None:
+        return config
+    stages = list(config.stages)
+    options: dict[str, dict[str, object]] = {}
+    tok = {"tokenizer": tokenizer} if tokenizer is not None else {}
+    if "special_tokens" not in stages:
+        stages.append("special_tokens")
+    options["special_tokens"] = dict(tok)
+    if budget is not None:
+        if "budget" in stages:
+            stages.remove("budget")
+        stages.append("budget")
+        opts: dict[str, object] = {"budget": budget, "markdown": markdown, "table_html": _table_html(config), **tok}
+        opts["suffix"] = "\n"  # the final newline clean writes after the text
+        if query is not None:
+            opts["query"] = query
+        if strategy is not None:
+            opts["strategy"] = strategy.value
+        options["budget"] = opts
+    return config.with_overrides(options=options, stages=tuple(stages))

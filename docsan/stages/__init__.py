@@ -24,6 +24,8 @@ REGISTRY: dict[str, str] = {
     "tables": "docsan.stages.tables:TableRepair",
     "repeats": "docsan.stages.repeats:Repeats",
     "neardup": "docsan.stages.neardup:NearDuplicates",
+    "special_tokens": "docsan.budget.special_tokens:SpecialTokens",
+    "budget": "docsan.budget.stage:Budget",
 }
 
 

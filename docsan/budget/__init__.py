@@ -1,0 +1,26 @@
+"""Token budgets with the served model's tokenizer.
+
+- :class:`Tokenizer`: exact counts with a local fast tokenizer (default DeepSeek-V4).
+- :func:`fit_document`: keep whole paragraphs within a budget (head, head-tail, query).
+- :func:`fit_messages`: trim a chat history to a budget.
+- :func:`neutralise`: make text that spells control tokens encode as plain text.
+
+The stages ``budget`` and ``special_tokens`` wrap these for the pipeline.
+"""
+
+from docsan.budget.chat import ChatFit, CountMessages, count_messages_default, fit_chat, fit_messages
+from docsan.budget.special_tokens import neutralise
+from docsan.budget.tokenizer import Tokenizer, TokenizerError
+from docsan.budget.truncate import fit_document
+
+__all__ = [
+    "ChatFit",
+    "CountMessages",
+    "Tokenizer",
+    "TokenizerError",
+    "count_messages_default",
+    "fit_chat",
+    "fit_document",
+    "fit_messages",
+    "neutralise",
+]
