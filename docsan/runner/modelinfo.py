@@ -49,6 +49,8 @@ class ModelInfo:
     safetensors_bytes: int | None = None
     # The checkpoint is quantized (config.json has a quantization_config): its stored bytes are the truth.
     quantized: bool = False
+    # Bytes per parameter of a quantized checkpoint (fp8: 1, 4-bit: 0.5), when its config says.
+    quant_bytes: float | None = None
 
     @property
     def is_mla(self) -> bool:
@@ -71,12 +73,15 @@ class ModelInfo:
     def weight_bytes(self, dtype_bytes: float) -> int:
         """Bytes the weights take once loaded in a dtype of ``dtype_bytes`` per parameter.
 
-        A quantized checkpoint is loaded as stored, so its safetensors bytes are exact;
-        otherwise vLLM casts every parameter to the serving dtype: count × bytes (the count
-        itself is exact when it comes from safetensors headers).
+        A quantized checkpoint is loaded as stored, so its safetensors bytes are exact (or,
+        without safetensors, parameters × its quantized width); otherwise vLLM casts every
+        parameter to the serving dtype: count × bytes (the count itself is exact when it
+        comes from safetensors headers).
         """
         if self.quantized and self.safetensors_bytes is not None:
             return self.safetensors_bytes
+        if self.quantized and self.quant_bytes is not None:
+            return math.ceil(self.param_count * self.quant_bytes)  # block scales (<0.1%) not counted
         return math.ceil(self.param_count * dtype_bytes)
 
 
@@ -124,7 +129,18 @@ def info_from_config(
         param_count=safetensors_params if safetensors_params is not None else estimate_params(cfg),
         safetensors_bytes=safetensors_bytes,
         quantized="quantization_config" in cfg,
+        quant_bytes=_quant_bytes(cfg.get("quantization_config")),
     )
+
+
+def _quant_bytes(qcfg: Any) -> float | None:
+    """Bytes per weight of a quantized checkpoint: fp8 → 1, ``bits`` (awq/gptq) → bits / 8."""
+    if not isinstance(qcfg, dict):
+        return None
+    if "fp8" in str(qcfg.get("quant_method", "")):
+        return 1.0
+    bits = qcfg.get("bits") or qcfg.get("w_bit")
+    return int(bits) / 8 if bits else None
 
 
 def estimate_params(cfg: dict[str, Any]) -> int:

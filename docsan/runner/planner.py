@@ -89,12 +89,18 @@ def plan(tier: Tier, model: ModelInfo, dtype: str | None = None, reserve_bytes: 
             f"{tier.gpu.name} ({gib(tier.gpu.memory_bytes)} × {eng.gpu_memory_utilization})"
         )
         room = budget - reserve_bytes
-        suggestions.append(
-            f"at most {room / model.param_count:.2f} bytes per parameter fit: a 4-bit (awq/gptq) checkpoint "
-            f"({gib(math.ceil(model.param_count * 0.5))}) or a larger GPU"
-            if room > 0
-            else "a larger GPU"
-        )
+        four_bit = math.ceil(model.param_count * 0.5)
+        if room > four_bit:
+            suggestions.append(
+                f"a 4-bit (awq/gptq) checkpoint: {gib(four_bit)} of weights, "
+                f"{gib(room - four_bit)} left for the KV cache"
+            )
+        else:
+            cards = math.ceil((weights + reserve_bytes) / budget)
+            suggestions.append(
+                f"a smaller model, or about {cards} such GPUs with tensor parallelism "
+                f"(weights alone need {gib(weights)})"
+            )
     elif concurrent == 0:
         problems.append(
             f"the KV cache holds {tokens} tokens, less than one sequence of max_model_len {eng.max_model_len}: "

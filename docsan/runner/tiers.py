@@ -124,8 +124,9 @@ A10G = Gpu(name="A10G", memory_gib=24, compute_capability=(8, 6))
 A100 = Gpu(name="A100-80GB", memory_gib=80, compute_capability=(8, 0))
 
 # The seed's table: L1 <2k on T4×2 (200 ms), L2 2k–8k on A10G (500 ms), L3 >8k on A100 (2 s).
-# max_model_len = the range's top plus room for the tier's longest default answer; max_num_seqs
-# is what the planner shows fits for a 7B-class model in the card (see docs/runner.md).
+# max_model_len = the range's top plus room for the tier's answers. max_num_seqs stays within what
+# `docsan plan` shows fits at full length for Qwen2.5-7B-Instruct in bf16 (a10g: 9, a100: 32);
+# a T4 holds no 7B model in fp16 at all (the planner says so and suggests a 4-bit checkpoint).
 BUILTIN_TIERS: dict[str, Tier] = {
     "t4": Tier(
         name="t4",
@@ -143,7 +144,7 @@ BUILTIN_TIERS: dict[str, Tier] = {
         max_prompt_tokens=8192,
         latency_target_ms=500,
         default_max_tokens=512,
-        engine=EngineArgs(max_model_len=12288, max_num_seqs=16, max_num_batched_tokens=4096),
+        engine=EngineArgs(max_model_len=12288, max_num_seqs=8, max_num_batched_tokens=4096),
     ),
     "a100": Tier(
         name="a100",
