@@ -114,3 +114,18 @@ def execute(prepared: Prepared, backend: Backend, queue: DeferredQueue, on_text:
         return Answer(prepared, None, job_id)
     request = GenerationRequest(messages=prepared.messages, prompt_ids=prepared.prompt_ids, max_tokens=d.max_tokens)
     return Answer(prepared, backend.generate(prepared.tiers[d.tier], request, on_text), None)
+
+
+def ask(
+    path: str | Path,
+    question: str,
+    config: Config,
+    backend: Backend,
+    queue: DeferredQueue,
+    *,
+    on_text: OnText | None = None,
+    **options: object,
+) -> Answer:
+    """:func:`prepare` then :func:`execute`; a refused request raises before ``backend`` is touched."""
+    prepared = prepare(path, question, config, backend=backend.name, **options)  # type: ignore[arg-type]
+    return execute(prepared, backend, queue, on_text)
