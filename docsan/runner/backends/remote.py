@@ -65,7 +65,7 @@ class RemoteBackend:
             raise BackendError(f"cannot connect to {url} ({err}): is tier {tier.name}'s vLLM server running?") from None
         except httpx.TimeoutException:
             raise BackendError(
-                f"{url} did not answer within {self.timeout.read:.0f} s (read timeout; raise runner.read_timeout_s)"
+                f"{url} did not answer within {self.timeout.read:g} s (read timeout; raise runner.read_timeout_s)"
             ) from None
         except (KeyError, IndexError, ValueError) as err:
             raise BackendError(f"{url} sent an answer that is not OpenAI chat-completions format: {err}") from None
@@ -123,10 +123,14 @@ def _raise_for_status(resp: httpx.Response, url: str) -> None:
     if resp.status_code < 400:
         return
     try:
-        detail = resp.json().get("error", {})
-        message = detail.get("message") if isinstance(detail, dict) else str(detail)
+        data = resp.json()
     except ValueError:
-        message = None
+        data = None
+    message = None
+    if isinstance(data, dict):
+        # vLLM 0.32 (like OpenAI): {"error": {"message": ...}}; older vLLM: {"object": "error", "message": ...}
+        err = data.get("error")
+        message = err.get("message") if isinstance(err, dict) else data.get("message")
     message = message or resp.text[:200] or resp.reason_phrase
     kind = "rejected the request" if resp.status_code < 500 else "failed"
     raise BackendError(f"{url} {kind}: HTTP {resp.status_code}: {message}")
