@@ -21,13 +21,6 @@ from docsan.runner.queue import DeferredQueue
 EXIT_REFUSED = 3
 
 
-class TierChoice(StrEnum):
-    auto = "auto"
-    t4 = "t4"
-    a10g = "a10g"
-    a100 = "a100"
-
-
 class BackendChoice(StrEnum):
     embedded = "embedded"
     inprocess = "inprocess"
@@ -99,6 +92,9 @@ def ask(
         _print_decision(prepared, as_json)
         return
     live = stream if stream is not None else (sys.stdout.isatty() and not as_json)
+    if not as_json:
+        for note in prepared.decision.notes:
+            err_console.print(f"docsan: {note}", highlight=False)
     try:
         runner_backend = make_backend(backend_name, config.runner, base_url=base_url)
         answer = execute(
@@ -151,8 +147,6 @@ def _print_answer(answer: Answer, as_json: bool, *, streamed: bool) -> None:
             }
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         return
-    for note in p.decision.notes:
-        err_console.print(f"docsan: {note}", highlight=False)
     if gen is None:
         sys.stdout.write(f"deferred: job {answer.job_id} (run it with `docsan queue run`)\n")
         return

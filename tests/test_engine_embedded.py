@@ -62,16 +62,24 @@ def test_streamed_pieces_and_token_counts_match_the_router(engine: VllmEngine, t
     assert gen.finish_reason != "length" or gen.completion_tokens == 8
 
 
-def test_queue_run_drains_a_job_on_the_engine(engine: VllmEngine, tmp_path: Path) -> None:
+def test_queue_run_drains_jobs_on_the_engine(engine: VllmEngine, tmp_path: Path) -> None:
     cfg = _config_file(tmp_path)
     p = prepare(FIXTURE_PDF, Q, runner_config(tmp_path), backend="embedded", max_tokens=6)
     queue = DeferredQueue(tmp_path / "q.sqlite3")
+    # Queued for a remote a100 (32k context): too long for the embedded model's 8192 positions.
+    too_long = queue.submit(
+        tier="a100", prompt_tokens=8190, max_tokens=64, source="long.pdf", question=Q,
+        messages=p.messages, prompt_ids=(p.prompt_ids * 20)[:8190],
+    )  # fmt: skip
     job = queue.submit(
         tier="a100", prompt_tokens=p.decision.prompt_tokens, max_tokens=6, source=str(FIXTURE_PDF),
         question=Q, messages=p.messages, prompt_ids=p.prompt_ids,
     )  # fmt: skip
     out = CliRunner().invoke(app, ["queue", "run", "--config", str(cfg)])
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 1, out.output  # one job failed
+    failed = queue.get(too_long)
+    assert failed is not None and failed.status == "failed"
+    assert "prompt 8190 + max_tokens 64 tokens exceeds limit 8192" in (failed.error or "")
     done = queue.get(job)
     assert done is not None and done.status == "done"
     assert done.answer and 0 < (done.completion_tokens or 0) <= 6

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from docsan.runner.backends.base import Generation, GenerationRequest, OnText
@@ -40,6 +41,7 @@ class VllmEngine:
             raise RunnerError(f"vLLM could not start: {type(err).__name__}: {err}") from None
         self.start_seconds = time.perf_counter() - t0
         self.kwargs = llm_kwargs
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self._ids = itertools.count()
 
     def generate(self, request: GenerationRequest, on_text: OnText | None = None) -> Generation:
@@ -54,6 +56,14 @@ class VllmEngine:
         t0 = time.perf_counter()
         state: dict[str, dict[str, Any]] = {}
         order: list[str] = []
+        for req in requests:
+            # The router already guarantees this; checked again here because the deferred queue can hand
+            # over jobs routed for another backend, and vLLM would otherwise accept and cut them short.
+            if len(req.prompt_ids) + req.max_tokens > self.max_model_len:
+                raise RunnerError(
+                    f"prompt {len(req.prompt_ids)} + max_tokens {req.max_tokens} tokens exceeds limit "
+                    f"{self.max_model_len} of this engine ({Path(str(self.kwargs['model'])).name})"
+                )
         for req in requests:
             rid = f"docsan-{next(self._ids)}"
             params = SamplingParams(
