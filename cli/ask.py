@@ -37,7 +37,7 @@ def ask(
         int | None, typer.Option("--budget", help="Prompt token budget (chat template included); trims the document.")
     ] = None,
     max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", help="Answer length limit [default: the tier's].")
+        int | None, typer.Option("--max-tokens", help="Answer length limit (default: the tier's).")
     ] = None,
     coerce: Annotated[
         bool, typer.Option("--coerce", help="Replace an invalid --max-tokens by the tier default instead of refusing.")
@@ -46,7 +46,7 @@ def ask(
         bool, typer.Option("--priority", help="Long prompts (>8k) run in real time on a100 instead of being queued.")
     ] = False,
     stream: Annotated[
-        bool | None, typer.Option("--stream/--no-stream", help="Stream the answer [default: on a terminal].")
+        bool | None, typer.Option("--stream/--no-stream", help="Stream the answer (default: on a terminal).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the routing decision; run nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
@@ -58,7 +58,7 @@ def ask(
     ] = None,
     model: Annotated[
         Path | None,
-        typer.Option("--model", help="Served model folder whose tokenizer counts the prompt [default: bundled]."),
+        typer.Option("--model", help="Served model folder whose tokenizer counts the prompt (default: bundled)."),
     ] = None,
     config_file: Annotated[
         Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)

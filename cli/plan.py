@@ -22,10 +22,10 @@ def plan_cmd(
     tier: Annotated[str, typer.Option("--tier", help="Tier to plan: t4, a10g, a100, or one from the config.")],
     model: Annotated[
         Path | None,
-        typer.Option("--model", help="Model folder (config.json, *.safetensors) [default: the tier's, else bundled]."),
+        typer.Option("--model", help="Model folder (config.json, *.safetensors) (default: the tier's, else bundled)."),
     ] = None,
     dtype: Annotated[
-        str | None, typer.Option("--dtype", help="Serving dtype: auto, float16, bfloat16, float32 [default: tier's].")
+        str | None, typer.Option("--dtype", help="Serving dtype: auto, float16, bfloat16, float32 (default: tier's).")
     ] = None,
     reserve_gib: Annotated[
         float, typer.Option("--reserve-gib", help="Activation/CUDA-context reserve subtracted before the KV cache.")

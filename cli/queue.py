@@ -45,7 +45,7 @@ def list_jobs(
 def run_jobs(
     limit: Annotated[int | None, typer.Option("--limit", help="Run at most this many jobs.", min=1)] = None,
     backend: Annotated[
-        str | None, typer.Option("--backend", help="embedded, inprocess or remote [default: config].")
+        str | None, typer.Option("--backend", help="embedded, inprocess or remote (default: config).")
     ] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Remote backend server for every tier.")] = None,
     config_file: ConfigOpt = None,
