@@ -151,3 +151,16 @@ def test_plan_cli_dtype_flag_changes_weight_bytes() -> None:
         app, ["plan", "--tier", "a100", "--model", str(MODELS / "qwen2.5-7b-instruct"), "--dtype", "float32", "--json"]
     )
     assert json.loads(out.stdout)["weights_bytes"] == 7_615_616_512 * 4
+
+
+def test_real_safetensors_of_the_embedded_model_match_the_config_estimate() -> None:
+    """The converted SmolLM2 folder: header-summed bytes = config-estimated parameters × 2 (bf16)."""
+    from docsan.runner.embedded_model import embedded_model_dir
+    from docsan.runner.modelinfo import estimate_params
+
+    folder = embedded_model_dir()
+    info = load_model_info(folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    assert info.param_count == estimate_params(cfg) == 134_515_008
+    assert info.safetensors_bytes == 2 * 134_515_008
+    assert info.max_position_embeddings == 8192

@@ -8,7 +8,7 @@ import pytest
 
 from docsan.config import config_from_dict
 from docsan.errors import ConfigError
-from docsan.runner.backends.inprocess import InProcessBackend
+from docsan.runner.backends.inprocess import InProcessBackend, inprocess_engine_kwargs
 from docsan.runner.errors import TierError
 from docsan.runner.modelinfo import load_model_info
 from docsan.runner.tiers import BUILTIN_TIERS, build_tiers
@@ -107,3 +107,21 @@ def test_invalid_tier_never_starts_an_engine(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(TierError, match="bfloat16"):
         InProcessBackend().engine(tier)
     assert started == []
+
+
+def test_inprocess_engine_arguments_are_the_tiers() -> None:
+    tier = _tier("a10g", model=str(MODELS / "qwen2.5-7b-instruct"), kv_cache_dtype="auto", quantization="awq")
+    kwargs = inprocess_engine_kwargs(tier)
+    assert kwargs == {
+        "model": str(MODELS / "qwen2.5-7b-instruct"),
+        "dtype": "bfloat16",
+        "max_model_len": 12288,
+        "block_size": 16,
+        "max_num_seqs": 8,
+        "gpu_memory_utilization": 0.9,
+        "kv_cache_dtype": "auto",
+        "enable_prefix_caching": True,
+        "enable_chunked_prefill": True,
+        "quantization": "awq",
+        "max_num_batched_tokens": 4096,
+    }
