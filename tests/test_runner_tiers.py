@@ -85,6 +85,8 @@ def test_validation_refuses_with_a_suggestion(tier: str, engine: dict[str, objec
 def test_cpu_backend_needs_block_size_multiple_of_32() -> None:
     assert "multiple of 32: use block_size = 32" in " ".join(tier_problems(_tier("t4", block_size=16), "cpu"))
     assert tier_problems(_tier("t4", block_size=64), "cpu") == []
+    with pytest.raises(ConfigError, match=r"runner\.embedded\.block_size: Input should be a multiple of 32"):
+        config_from_dict({"runner": {"embedded": {"block_size": 48}}})
 
 
 def test_max_model_len_above_the_models_positions() -> None:

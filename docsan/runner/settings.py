@@ -22,7 +22,7 @@ class EmbeddedConfig(BaseModel):
     # Four concurrent requests already saturate two cores.
     max_num_seqs: int = Field(4, gt=0)
     # vLLM's CPU attention needs a multiple of 32; 128 is its own CPU default.
-    block_size: int = Field(128, gt=0)
+    block_size: int = Field(128, gt=0, multiple_of=32)
     # None: the model's position limit (SmolLM2: 8192).
     max_model_len: int | None = Field(None, gt=0)
 
