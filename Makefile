@@ -29,6 +29,7 @@ setup: system-deps $(STAMP)
 
 demo: setup
 	$(BIN)/docsan clean $(DEMO) --report out/demo-report.json
+	$(BIN)/docsan ask $(DEMO) "What was the Q3 revenue?"
 
 test: setup
 	$(BIN)/ruff check .

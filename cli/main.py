@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from cli.ask import ask
 from cli.clean import clean
+from cli.plan import plan_cmd
+from cli.queue import queue_app
 
 app = typer.Typer(
     name="docsan",
@@ -14,6 +17,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command(no_args_is_help=True)(clean)
+app.command(no_args_is_help=True)(ask)
+app.command("plan", no_args_is_help=True)(plan_cmd)
+app.add_typer(queue_app, name="queue")
 
 
 @app.callback()

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from docsan.errors import ConfigError
+from docsan.runner.settings import RunnerConfig
 
 # The order matters: control characters go first so every later comparison
 # sees clean text; furniture is found on the extractor's own lines, before
@@ -72,6 +73,8 @@ class Config(BaseModel):
     extract: ExtractConfig = ExtractConfig()
     # Per-stage options, keyed by stage name; validated by the stage.
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # The bundled vLLM runner (`docsan ask`, `plan`, `queue`): tiers, limits, backend.
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
 
     def stage_options(self, name: str) -> dict[str, Any]:
         return dict(self.options.get(name, {}))
@@ -92,6 +95,7 @@ class Config(BaseModel):
                 stages=stages if stages is not None else self.stages,
                 extract=self.extract.model_copy(update=extract or {}),
                 options=new_options,
+                runner=self.runner,
             )
         except ValidationError as err:
             raise ConfigError(_one_line(err)) from None
@@ -115,7 +119,7 @@ def config_from_dict(data: dict[str, Any], name: str = "config") -> Config:
     """Build a :class:`Config` from the parsed TOML layout described above."""
     data = dict(data)
     top: dict[str, Any] = {}
-    for key in ("stages", "extract"):
+    for key in ("stages", "extract", "runner"):
         if key in data:
             top[key] = data.pop(key)
     bad = [k for k, v in data.items() if not isinstance(v, dict)]

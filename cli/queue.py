@@ -1,0 +1,76 @@
+"""``docsan queue``: inspect and drain the deferred queue of long non-priority requests."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.common import err_console, fail, get_config
+from docsan.errors import DocsanError
+from docsan.runner.backends.factory import make_backend
+from docsan.runner.queue import DeferredQueue, Job, run_pending
+from docsan.runner.tiers import build_tiers
+
+queue_app = typer.Typer(help="Inspect and drain the deferred queue.", no_args_is_help=True)
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
+]
+
+
+@queue_app.command("list")
+def list_jobs(
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only jobs in this state: pending, running, done, failed.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per job, one per line.")] = False,
+    config_file: ConfigOpt = None,
+) -> None:
+    """List queued jobs, oldest first."""
+    config = get_config(config_file)
+    queue = DeferredQueue(config.runner.queue_path)
+    for job in queue.list(status):
+        if as_json:
+            sys.stdout.write(json.dumps(job.to_dict(), ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(_line(job) + "\n")
+
+
+@queue_app.command("run")
+def run_jobs(
+    limit: Annotated[int | None, typer.Option("--limit", help="Run at most this many jobs.", min=1)] = None,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="embedded, inprocess or remote (default: config).")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Remote backend server for every tier.")] = None,
+    config_file: ConfigOpt = None,
+) -> None:
+    """Run pending jobs on their tiers and store the answers (see them with `queue list --json`)."""
+    config = get_config(config_file)
+    try:
+        runner_backend = make_backend(backend or config.runner.backend, config.runner, base_url=base_url)
+        jobs = run_pending(
+            DeferredQueue(config.runner.queue_path),
+            runner_backend,
+            build_tiers(config.runner.tiers),
+            limit=limit,
+            on_job=lambda j: err_console.print(_line(j), highlight=False),
+        )
+        runner_backend.close()
+    except DocsanError as err:
+        fail(str(err))
+    failed = sum(j.status == "failed" for j in jobs)
+    err_console.print(f"docsan: ran {len(jobs)} job(s), {failed} failed", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _line(job: Job) -> str:
+    when = dt.datetime.fromtimestamp(job.created).strftime("%Y-%m-%d %H:%M")
+    tail = f"error: {job.error}" if job.error else f"{job.source}: {job.question}"
+    return f"{job.id}  {job.status:<7}  {when}  {job.tier:<5} {job.prompt_tokens:>6} tokens  {tail}"

@@ -1,0 +1,1 @@
+"""The bundled vLLM runner: tier profiles, planner, guard, router, queue and backends."""

@@ -1,0 +1,25 @@
+"""The runner's errors: each is one line a user can act on (the CLI prints it as is)."""
+
+from __future__ import annotations
+
+from docsan.errors import DocsanError
+
+
+class RunnerError(DocsanError):
+    """The engine, the model or a backend cannot do what was asked."""
+
+
+class TierError(RunnerError):
+    """A tier profile is invalid for its GPU, its backend or its model; the message says what would work."""
+
+
+class PlanError(RunnerError):
+    """The capacity plan shows the tier cannot serve its configuration; the message says what would fit."""
+
+
+class GuardError(RunnerError):
+    """A request was refused before reaching any engine (bad max_tokens, over a limit)."""
+
+
+class BackendError(RunnerError):
+    """A backend failed: connection refused, timeout, an HTTP error from a server."""

@@ -1,0 +1,179 @@
+"""The deferred queue: long non-priority requests wait in a local SQLite file until drained.
+
+SQLite because it is durable (a crash or reboot loses no job), needs no server, and
+its transactions let two ``docsan queue run`` processes drain the same file without
+running a job twice (a job is claimed by an UPDATE that only succeeds while it is pending).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from docsan.errors import DocsanError
+from docsan.runner.backends.base import Backend, GenerationRequest
+from docsan.runner.paths import docsan_home
+from docsan.runner.tiers import Tier
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    tier TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    max_tokens INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    question TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    prompt_ids TEXT NOT NULL,
+    answer TEXT,
+    completion_tokens INTEGER,
+    error TEXT,
+    finished REAL
+)
+"""
+
+
+def default_queue_path() -> Path:
+    return docsan_home() / "queue.sqlite3"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: str
+    created: float
+    status: str
+    tier: str
+    prompt_tokens: int
+    max_tokens: int
+    source: str
+    question: str
+    messages: list[dict[str, str]]
+    prompt_ids: list[int]
+    answer: str | None
+    completion_tokens: int | None
+    error: str | None
+    finished: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        del d["messages"], d["prompt_ids"]  # the whole document: too long for a listing
+        return d
+
+
+class DeferredQueue:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_queue_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._conn() as conn:
+            conn.execute(SCHEMA)
+
+    @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        # One short-lived connection per operation: no connection is shared across threads or forks.
+        with closing(sqlite3.connect(self.path, timeout=30)) as conn, conn:
+            conn.row_factory = sqlite3.Row
+            yield conn
+
+    def submit(
+        self, *, tier: str, prompt_tokens: int, max_tokens: int, source: str, question: str,
+        messages: list[dict[str, str]], prompt_ids: list[int],
+    ) -> str:  # fmt: skip
+        job_id = uuid.uuid4().hex[:12]
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO jobs (id, created, status, tier, prompt_tokens, max_tokens, source, question, messages,"
+                " prompt_ids) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
+                (job_id, time.time(), tier, prompt_tokens, max_tokens, source, question,
+                 json.dumps(messages, ensure_ascii=False), json.dumps(prompt_ids)),
+            )  # fmt: skip
+        return job_id
+
+    def list(self, status: str | None = None) -> list[Job]:
+        with self._conn() as conn:
+            if status is None:
+                rows = conn.execute("SELECT * FROM jobs ORDER BY created").fetchall()
+            else:
+                rows = conn.execute("SELECT * FROM jobs WHERE status = ? ORDER BY created", (status,)).fetchall()
+        return [_job(r) for r in rows]
+
+    def get(self, job_id: str) -> Job | None:
+        with self._conn() as conn:
+            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return _job(row) if row else None
+
+    def claim_next(self) -> Job | None:
+        """Mark the oldest pending job running and return it; None when nothing is pending."""
+        while True:
+            with self._conn() as conn:
+                row = conn.execute("SELECT id FROM jobs WHERE status = 'pending' ORDER BY created LIMIT 1").fetchone()
+                if row is None:
+                    return None
+                claimed = conn.execute(
+                    "UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'pending'", (row["id"],)
+                ).rowcount
+            if claimed:
+                job = self.get(row["id"])
+                assert job is not None
+                return job
+            # another drainer claimed it between our SELECT and UPDATE: look again
+
+    def complete(self, job_id: str, answer: str, completion_tokens: int) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = 'done', answer = ?, completion_tokens = ?, finished = ? WHERE id = ?",
+                (answer, completion_tokens, time.time(), job_id),
+            )
+
+    def fail(self, job_id: str, error: str) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = 'failed', error = ?, finished = ? WHERE id = ?", (error, time.time(), job_id)
+            )
+
+
+def _job(row: sqlite3.Row) -> Job:
+    d = dict(row)
+    d["messages"] = json.loads(d["messages"])
+    d["prompt_ids"] = json.loads(d["prompt_ids"])
+    return Job(**d)
+
+
+def run_pending(
+    queue: DeferredQueue,
+    backend: Backend,
+    tiers: dict[str, Tier],
+    *,
+    limit: int | None = None,
+    on_job: Callable[[Job], None] | None = None,
+) -> list[Job]:
+    """Drain up to ``limit`` pending jobs on ``backend``, each on the tier it was routed to; return them finished."""
+    done: list[Job] = []
+    while limit is None or len(done) < limit:
+        job = queue.claim_next()
+        if job is None:
+            break
+        try:
+            tier = tiers[job.tier]
+            request = GenerationRequest(messages=job.messages, prompt_ids=job.prompt_ids, max_tokens=job.max_tokens)
+            gen = backend.generate(tier, request)
+        except (DocsanError, KeyError) as err:
+            # A job that cannot run (its tier was removed from the config, its server is down) is failed
+            # with the reason, so it does not block the ones after it.
+            queue.fail(job.id, str(err))
+        else:
+            queue.complete(job.id, gen.text, gen.completion_tokens)
+        finished = queue.get(job.id)
+        assert finished is not None
+        done.append(finished)
+        if on_job is not None:
+            on_job(finished)
+    return done

@@ -1,0 +1,53 @@
+"""Shared by the runner tests: a config whose pipeline uses the cleaning stages present in this checkout.
+
+The stages are written on other branches; until they are merged, `docsan ask` tests run the
+stages that exist (none on the runner branch, all of DEFAULT_STAGES after the merge).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from docsan.config import DEFAULT_STAGES, Config, config_from_dict
+from docsan.runner.backends.base import Generation, GenerationRequest, OnText
+from docsan.runner.tiers import Tier
+from docsan.stages import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_PDF = ROOT / "fixtures" / "bilingual_report.pdf"
+# 15 dense pages, ~19k prompt tokens before cleaning: a real "long document" for routing. The shared
+# corpus sits beside the checkout (../shared), or beside the worktrees' folder when run from a worktree.
+_CORPUS = [p / "shared" / "corpus" / "pdfs" for p in (ROOT.parent, ROOT.parent.parent)]
+LONG_PDF = next((c for c in _CORPUS if c.is_dir()), _CORPUS[0]) / "fedreg_2020-17221_15p.pdf"
+
+
+def available_stages() -> tuple[str, ...]:
+    return tuple(s for s in DEFAULT_STAGES if importlib.util.find_spec(REGISTRY[s].split(":")[0]) is not None)
+
+
+def runner_config(tmp_path: Path, runner: dict[str, Any] | None = None) -> Config:
+    """Available stages, no OCR (the test files have text layers), the queue in ``tmp_path``."""
+    return config_from_dict(
+        {
+            "stages": list(available_stages()),
+            "extract": {"ocr": "never"},
+            "runner": {"queue_path": str(tmp_path / "queue.sqlite3"), **(runner or {})},
+        }
+    )
+
+
+class RecordingBackend:
+    """Test double for asserting what reaches an engine: records each call, generates nothing."""
+
+    def __init__(self, name: str = "remote") -> None:
+        self.name = name
+        self.calls: list[tuple[str, GenerationRequest]] = []
+
+    def generate(self, tier: Tier, request: GenerationRequest, on_text: OnText | None = None) -> Generation:
+        self.calls.append((tier.name, request))
+        return Generation("", len(request.prompt_ids), 0, "stop", 0.0, None)
+
+    def close(self) -> None:
+        pass
