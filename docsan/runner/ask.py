@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docsan.api import clean_file
+from docsan.budget import Tokenizer, neutralise
 from docsan.config import Config
 from docsan.render import render_text
 from docsan.runner.backends.base import Backend, Generation, GenerationRequest, OnText
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
-from docsan.runner.prompt import ChatTokenizer, Messages, build_messages, fit_context
+from docsan.runner.prompt import ChatTokenizer, Messages, build_messages, fit_context, guard_special_tokens
 from docsan.runner.queue import DeferredQueue
 from docsan.runner.router import Decision, route
 from docsan.runner.tiers import Tier, build_tiers
@@ -65,7 +66,9 @@ def prepare(
     model = Path(model_dir) if model_dir else embedded_model_dir(on_convert=on_convert)
     tokenizer = ChatTokenizer.load(model)
     cleaned = clean_file(path, config)  # Pipeline.from_config(config): the configured stages
-    fitted = fit_context(cleaned.document, question, budget_tokens or runner.budget_tokens, tokenizer)
+    guarded = guard_special_tokens(cleaned.document, model)
+    question, _ = neutralise(question, Tokenizer.load(model))  # the question is user text too
+    fitted = fit_context(guarded.document, question, budget_tokens or runner.budget_tokens, tokenizer, model)
     messages = build_messages(fitted.text, question)
     prompt_ids = tokenizer.prompt_ids(messages)
     # The embedded engine serves every tier with one model: its position limit caps every tier.

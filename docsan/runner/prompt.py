@@ -12,8 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from docsan.budget import Tokenizer, fit_document
+from docsan.budget.special_tokens import SpecialTokens
 from docsan.model import Document
 from docsan.render import render_text
+from docsan.report import Change, StageResult
 from docsan.runner.errors import RunnerError
 
 Messages = list[dict[str, str]]
@@ -87,38 +90,49 @@ class FittedContext:
     text: str
     # Document tokens removed to meet the budget (0 when everything fitted).
     tokens_removed: int
+    # What the budget dropped or cut, for the report.
+    changes: tuple[Change, ...] = ()
 
 
-def fit_context(doc: Document, question: str, budget_tokens: int | None, tokenizer: ChatTokenizer) -> FittedContext:
-    """Fit the cleaned document into a prompt of at most ``budget_tokens`` tokens (template included).
+def guard_special_tokens(doc: Document, model_dir: str | Path) -> StageResult:
+    """Escape text that would encode as the served model's control tokens (``<|im_start|>``…).
 
-    SEAM: this is where the budget package's query-aware ``fit_document`` plugs in. Until it
-    is wired, this keeps whole paragraphs from the start of the document (head truncation)
-    and cuts the first paragraph that does not fit at a token boundary.
+    vLLM turns such text into real control tokens; a document could otherwise
+    close the user turn and speak as the assistant.
+    """
+    return SpecialTokens(tokenizer=str(model_dir))(doc)
+
+
+def fit_context(
+    doc: Document,
+    question: str,
+    budget_tokens: int | None,
+    tokenizer: ChatTokenizer,
+    model_dir: str | Path,
+) -> FittedContext:
+    """Fit the cleaned document into a prompt of at most ``budget_tokens`` tokens, template included.
+
+    The document gets what the prompt leaves (``budget - template and question``),
+    filled by the budget package's query strategy: the paragraphs most relevant
+    to the question, back in document order. Text joined into the template can
+    tokenize a little differently at the seams, so the real prompt is counted
+    and the room shrunk by the excess until it fits.
     """
     text = render_text(doc)
     if budget_tokens is None:
         return FittedContext(text, 0)
     overhead = len(tokenizer.prompt_ids(build_messages("", question)))
     room = budget_tokens - overhead
-    if room <= 0:
-        raise RunnerError(
-            f"budget {budget_tokens} tokens is smaller than the prompt without the document ({overhead} tokens)"
-        )
-    paragraphs = text.split("\n\n")
-    counts = tokenizer.count_batch(paragraphs)
-    total = tokenizer.count(text)
-    kept: list[str] = []
-    used = 0
-    for para, n in zip(paragraphs, counts, strict=True):
-        if used + n > room:
-            if not kept:  # the first paragraph alone is too long: keep its head
-                kept.append(tokenizer.head(para, room))
-            break
-        kept.append(para)
-        used += n + 1  # the blank line joining paragraphs is about one token
-    # Per-paragraph counts can differ slightly from the joined text's; drop paragraphs until the real prompt fits.
-    while len(kept) > 1 and len(tokenizer.prompt_ids(build_messages("\n\n".join(kept), question))) > budget_tokens:
-        kept.pop()
-    fitted = "\n\n".join(kept)
-    return FittedContext(fitted, max(0, total - tokenizer.count(fitted)))
+    counter = Tokenizer.load(model_dir)
+    total = counter.count(text)
+    while True:
+        if room <= 0:
+            raise RunnerError(
+                f"budget {budget_tokens} tokens is smaller than the prompt without the document ({overhead} tokens)"
+            )
+        result = fit_document(doc, room, counter, strategy="query", query=question)
+        fitted = render_text(result.document)
+        excess = len(tokenizer.prompt_ids(build_messages(fitted, question))) - budget_tokens
+        if excess <= 0:
+            return FittedContext(fitted, max(0, total - counter.count(fitted)), tuple(result.changes))
+        room -= excess
