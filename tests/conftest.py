@@ -8,8 +8,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-# The shared corpus sits beside the checkout (../shared/corpus), in CI too.
-CORPUS = ROOT.parent / "shared" / "corpus" / "pdfs"
+# The shared corpus sits beside the checkout (../shared/corpus), in CI too;
+# a worktree one level deeper (wt/NAME) finds it beside its parent.
+CORPUS = next(
+    (p / "shared" / "corpus" / "pdfs" for p in ROOT.parents if (p / "shared" / "corpus" / "pdfs").is_dir()),
+    ROOT.parent / "shared" / "corpus" / "pdfs",
+)
 
 
 @pytest.fixture(scope="session")
