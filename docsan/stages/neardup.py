@@ -26,23 +26,27 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import ClassVar
 
+import numpy as np
+import regex
 import xxhash
-from datasketch import MinHash, MinHashLSH
+from datasketch import MinHash
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.model import Block, BlockKind, Document, Page
 from docsan.report import Change, StageResult
+from docsan.textalgo.banding import BandIndex, lsh_params
 from docsan.textalgo.shingles import Shingled, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.
 _QUOTE_CHARS = 200
+_NUMBER = regex.compile(r"\p{Nd}+")
 
 
 @dataclass(slots=True)
@@ -111,8 +115,11 @@ class NearDuplicates:
     # Units with fewer normalised characters (letters, digits, CJK; no spaces
     # or punctuation) are never removed, not even when identical: short
     # repeated paragraphs are structure ("目录", "1", "读写能力" under each
-    # language, the same date range for two jobs) and cost a few tokens.
-    min_chars: int = Field(24, ge=1)
+    # language, the same date range for two jobs, a section heading that the
+    # table of contents already listed) and cost a few tokens each. On the
+    # corpus, 40 keeps every heading and TOC line and still catches each
+    # repeated paragraph.
+    min_chars: int = Field(40, ge=1)
     # Headings repeat legitimately (chapter titles in a running head, "Notes"
     # in every section); tables are the tables stage's business.
     exempt_headings: bool = True
@@ -120,6 +127,12 @@ class NearDuplicates:
     # Treat consecutive single-line PDF blocks with line spacing as one
     # paragraph (see _continues); off compares each block on its own.
     group_lines: bool = True
+    # A unit whose normalised text is at least this share digits (a table row
+    # extracted as text, a record, a dated header) is only removed when it has
+    # no number its kept copy lacks: there the numbers are the content
+    # (two WARN notices differing only in a date and a head count are both
+    # facts). Prose with a few numbers changed is still deduplicated.
+    numeric_share: float = Field(0.2, ge=0.0, le=1.0)
     # Chat histories: compare whole messages first, so a re-sent paste goes
     # even when each of its paragraphs alone is short.
     messages: bool = True
@@ -208,20 +221,21 @@ class NearDuplicates:
             seed=self.seed,
             hashfunc=xxhash.xxh32_intdigest,
         )
-        sig = {id(u): m for u, m in zip(long_units, signatures, strict=True)}
-        # LSH below the decision threshold: more candidates, fewer misses; the
-        # exact Jaccard check below removes the false ones.
-        lsh = MinHashLSH(threshold=max(0.3, self.threshold - 0.1), num_perm=self.num_perm)
-        kept: list[_Unit] = []
-        exact: dict[str, int] = {}
+        row = {id(u): i for i, u in enumerate(long_units)}
+        # LSH tuned below the decision threshold: more candidates, fewer misses;
+        # the exact Jaccard check removes the false ones.
+        bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
+        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(signatures), self.num_perm)
+        index = BandIndex(matrix, bands, rows)
+        kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
+        exact: dict[str, _Unit] = {}
         for unit in units:
-            best, score = self._match(unit, sig.get(id(unit)), lsh, kept, exact, stats)
+            best, score = self._match(unit, row.get(id(unit)), index, kept_rows, exact, stats)
             if best is None:
-                key = len(kept)
-                kept.append(unit)
-                exact.setdefault(unit.sh.normalized, key)
-                if id(unit) in sig:
-                    lsh.insert(key, sig[id(unit)])
+                exact.setdefault(unit.sh.normalized, unit)
+                if id(unit) in row:
+                    kept_rows[row[id(unit)]] = unit
+                    index.insert(row[id(unit)])
                 continue
             removed.update((unit.page, j) for j in unit.blocks)
             what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
@@ -238,26 +252,31 @@ class NearDuplicates:
             stats["chars_removed"] += len(unit.text)
 
     def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
-        """Every part of ``unit`` is (nearly) contained in ``earlier``."""
-        return all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts)
+        """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
+        if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
+            return False
+        numbers = _NUMBER.findall(unit.sh.normalized)
+        if sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
+            return True
+        return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
 
     def _match(
         self,
         unit: _Unit,
-        signature: MinHash | None,
-        lsh: MinHashLSH,
-        kept: list[_Unit],
-        exact: dict[str, int],
+        sig_row: int | None,
+        index: BandIndex,
+        kept: dict[int, _Unit],
+        exact: dict[str, _Unit],
         stats: dict,
     ) -> tuple[_Unit | None, float]:
         """The kept unit this one duplicates best (and the similarity), or (None, 0)."""
         same = exact.get(unit.sh.normalized)
         if same is not None:
-            return kept[same], 1.0
-        if signature is None:  # too short for n-grams: exact match only
+            return same, 1.0
+        if sig_row is None:  # too short for n-grams: exact match only
             return None, 0.0
         best, best_score = None, 0.0
-        for key in sorted(lsh.query(signature)):
+        for key in sorted(index.query(sig_row)):
             stats["candidates_verified"] += 1
             score = _jaccard(unit.sh.shingles, kept[key].sh.shingles)
             if score >= self.threshold and score > best_score and self._nothing_new(unit, kept[key]):

@@ -20,6 +20,8 @@ _CJK_LETTERS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc"
 _TOKEN = regex.compile(
     rf"(?P<cjk>[{_CJK_LETTERS}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK_LETTERS}]]+)", flags=regex.V1
 )
+_ANY_CJK = regex.compile(rf"[{_CJK_LETTERS}]")
+_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +37,23 @@ class Shingled:
 
     @property
     def length(self) -> int:
-        return len(self.normalized)
+        """Letters, digits and CJK characters: spaces and punctuation are not counted."""
+        return len(self.normalized) - self.normalized.count(" ")
 
 
 def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
     """Case-folded, punctuation- and space-free shingles of ``text``."""
+    text = text.casefold()
+    if _ANY_CJK.search(text) is None:
+        # Fast path, most paragraphs: one script, words only (same result as below).
+        words = _WORD.findall(text)
+        if len(words) >= word_n:
+            grams = frozenset(map(" ".join, zip(*(words[i:] for i in range(word_n)), strict=False)))
+            return Shingled(grams, " ".join(words), True)
+        joined = " ".join(words)
+        return Shingled(frozenset([joined]) if words else frozenset(), joined, False)
     segments: list[tuple[bool, list[str]]] = []  # (is_cjk, pieces)
-    for m in _TOKEN.finditer(text.casefold()):
+    for m in _TOKEN.finditer(text):
         tok = m.group()
         cjk = m.lastgroup == "cjk"
         # a number belongs to the segment it stands in
