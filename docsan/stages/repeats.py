@@ -120,13 +120,29 @@ def _est_width_em(line: str) -> float:
     return sum(1.0 if is_cjk(c) else 0.6 for c in line.strip())
 
 
-def _overprinted(bbox: BBox, font_size: float, collapsed: str) -> bool:
-    """Does the block's box fit the collapsed text only, i.e. were the removed lines drawn on top of it?"""
+def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed: str, views: _Views) -> bool:
+    """Were the repeated lines of this block drawn on top of each other (fake bold)?
+
+    Two tests, both needed. Coverage: every non-blank line of the block takes
+    part in a repeated-line run; fake bold repeats every line, while a table
+    row or column that repeats one value has other lines too. Geometry: the
+    block's box fits the collapsed text alone, no taller than its remaining
+    lines and no wider than its widest line; a column of equal values is as
+    tall as all its copies, a row of them as wide.
+    """
+    assert block.bbox is not None and block.font_size
+    spans = sorted((int(views.orig[c.run.start]), int(views.orig[c.run.end - 1]) + 1) for c in line_runs)
+    pos = 0
+    for line in text.split("\n"):
+        lo, hi = pos, pos + len(line)
+        pos = hi + 1
+        if line.strip() and not any(a < hi and lo < b for a, b in spans):
+            return False
     lines = collapsed.split("\n")
-    if bbox.height > 1.5 * font_size * len(lines):
+    fs, bbox = block.font_size, block.bbox
+    if bbox.height > 1.5 * fs * len(lines):
         return False
-    widest = max(_est_width_em(line) for line in lines)
-    return bbox.width <= 1.5 * widest * font_size
+    return bbox.width <= 1.5 * fs * max(_est_width_em(line) for line in lines)
 
 
 def _iou(a: BBox, b: BBox) -> float:
@@ -254,10 +270,9 @@ class Repeats:
             key = views.keys[owner]
             block = pages[key[0]][key[1]]
             chosen = _non_overlapping(found)
-            if any(c.needs_overprint for c in chosen):
-                assert block.bbox is not None and block.font_size
-                if not _overprinted(block.bbox, block.font_size, _apply(texts[key], chosen, views)):
-                    chosen = [c for c in chosen if not c.needs_overprint]
+            line_runs = [c for c in chosen if c.needs_overprint]
+            if line_runs and not _overprinted(block, texts[key], line_runs, _apply(texts[key], chosen, views), views):
+                chosen = [c for c in chosen if not c.needs_overprint]
             if not chosen:
                 continue
             text = texts[key]
