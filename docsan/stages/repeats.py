@@ -88,31 +88,38 @@ class _Collapse:
 
 
 def _build_views(texts: dict[tuple[int, int], str]) -> _Views:
+    """One array for all blocks, built with a few whole-array operations (documents have thousands of blocks)."""
     keys = list(texts)
     parts: list[str] = []
-    owners, origs, wraps = [], [], []
+    wrapped: list[tuple[int, np.ndarray]] = []  # (block index, removed newline offsets) for blocks with soft wraps
     for i, key in enumerate(keys):
         text = texts[key]
-        removed = np.array([m.start() for m in _CJK_WRAP.finditer(text)], dtype=np.int64)
-        view = _CJK_WRAP.sub("", text) if removed.size else text
-        parts.append(view)
-        origs.append(np.delete(np.arange(len(text), dtype=np.int64), removed))
-        owners.append(np.full(len(view), i, dtype=np.int64))
-        mark = np.zeros(len(view) + 1, dtype=np.int64)
-        np.add.at(mark, removed - np.arange(removed.size), 1)
-        wraps.append(mark[:-1])
-        # the sentinel after each view
-        origs.append(np.array([-1], dtype=np.int64))
-        owners.append(np.array([-1], dtype=np.int64))
-        wraps.append(mark[-1:])
+        removed = [m.start() for m in _CJK_WRAP.finditer(text)]
+        if removed:
+            wrapped.append((i, np.array(removed, dtype=np.int64)))
+            text = _CJK_WRAP.sub("", text)
+        parts.append(text)
     joined = _SENTINEL.join(parts) + _SENTINEL
+    lengths = np.array([len(v) + 1 for v in parts], dtype=np.int64)  # each view and its sentinel
+    bases = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    total = int(lengths.sum())
+    owner = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+    orig = np.arange(total, dtype=np.int64) - np.repeat(bases, lengths)
+    sentinels = bases + lengths - 1
+    owner[sentinels] = -1
+    orig[sentinels] = -1
+    wraps = np.zeros(total + 1, dtype=np.int64)
+    for i, removed in wrapped:
+        # view position j of this block sits at original offset j + (removed newlines before it)
+        view_pos = removed - np.arange(removed.size)  # where each removed newline would have been
+        base, n = int(bases[i]), int(lengths[i]) - 1
+        orig[base : base + n] += np.searchsorted(view_pos, np.arange(n), side="right")
+        wraps[base + view_pos] += 1
     codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-    owner = np.concatenate(owners)
-    sentinels = np.flatnonzero(owner < 0)
     codes[sentinels] = -1 - np.arange(sentinels.size)  # unique: no run crosses a block boundary
     nl_prefix = np.concatenate(([0], np.cumsum(codes == 10)))
-    wrap_prefix = np.concatenate(([0], np.cumsum(np.concatenate(wraps))))
-    return _Views(keys, joined, codes, owner, np.concatenate(origs), nl_prefix, wrap_prefix)
+    wrap_prefix = np.concatenate(([0], np.cumsum(wraps[:total])))
+    return _Views(keys, joined, codes, owner, orig, nl_prefix, wrap_prefix)
 
 
 def _est_width_em(line: str) -> float:
