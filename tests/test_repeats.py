@@ -65,6 +65,12 @@ def test_find_runs_matches_brute_force(noise: str, unit: str, copies: int, at: i
     assert any(a <= at and at + len(unit) * copies <= b for a, b, _ in got)
 
 
+def test_long_unit_made_of_short_runs_is_found() -> None:
+    # every anchor window of the period-16 unit lies in a short run ("aaaaaa", "baabbaab")
+    s = "aa" + "aaaaaabaabbaabaa" * 2
+    assert (0, 34, 16) in {(r.start, r.end, r.period) for r in find_runs(_codes(s), max_period=64)}
+
+
 def test_find_runs_respects_separators() -> None:
     codes = _codes("abcabc|abcabc")
     codes[6] = -1
@@ -102,6 +108,7 @@ def test_collapses(text: str, expected: str) -> None:
         "0xFFFFFFFF #FAFAFA hahaha AAA Brrrrrrrrr",  # inside a word, or too narrow
         "very very good, bye bye",  # two copies
         "2020 2020 2020",  # no letter: data
+        "目录。。。。。。．．．．．．12",  # full-width leaders
     ],
 )
 def test_legitimate_text_survives(text: str) -> None:

@@ -33,6 +33,7 @@ spaces), so runs are searched in a view with those breaks removed: a wrapped
 from __future__ import annotations
 
 import bisect
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
@@ -328,7 +329,8 @@ class Repeats:
         if line and geometry:
             return _Collapse(run, copies, 1, "line", needs_overprint=True) if self.overprint else None
         if p == 1 and is_cjk(unit):
-            if copies < self.min_cjk_char_copies:
+            # ideographs and emoji; full-width punctuation ("。。。", "．．．．" leaders) is layout
+            if copies < self.min_cjk_char_copies or not (unit.isalpha() or unicodedata.category(unit) == "So"):
                 return None
             return _Collapse(run, copies, 2, "character", needs_overprint=False)
         if copies < self.min_copies or not any(c.isalpha() for c in unit):

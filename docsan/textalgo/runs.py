@@ -17,11 +17,11 @@ on long text without line breaks. Here:
   by exact element comparison, so a hash collision can never produce a run
   that is not really there.
 
-Anchor windows that already lie inside a run of a smaller period are skipped:
-that stops ``"ab" * 500_000`` from producing a candidate at every anchor for
-every even period (those would be the same run again, not primitive).
-The price is completeness in a corner case (a long unit that is itself mostly
-a short-period run may be missed); correctness of what is reported is exact.
+Anchors whose whole comparison range lies inside one run of a smaller period
+are skipped: in a periodic stretch (``"ab" * 500_000``) every anchor would hit
+every multiple of the period, and those hits only rediscover that run. The
+price is completeness in a corner case (a longer run all of whose anchor ranges
+sit inside shorter-period runs is missed); what is reported is always exact.
 """
 
 from __future__ import annotations
@@ -150,6 +150,20 @@ def _prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prefix, _powers(_INV_BASE, n)
 
 
+def _window_hashes(prefix: np.ndarray, inv: np.ndarray, half: int, at: slice | np.ndarray) -> np.ndarray:
+    """Position-independent hashes of the windows of length ``half`` starting at ``at`` (all in range)."""
+    if isinstance(at, slice):
+        return (prefix[at.start + half : at.stop + half] - prefix[at]) % _MOD * inv[at] % _MOD
+    return (prefix[at + half] - prefix[at]) % _MOD * inv[at] % _MOD
+
+
+def _sparse_hashes(prefix: np.ndarray, inv: np.ndarray, half: int, pos: np.ndarray) -> np.ndarray:
+    """Window hashes at arbitrary positions; a window past the end gets a unique negative value."""
+    n = prefix.size - 1
+    ok = pos <= n - half
+    return np.where(ok, _window_hashes(prefix, inv, half, np.where(ok, pos, 0)), -1 - pos)
+
+
 def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilter | None) -> list[Run]:
     n = int(codes.size)
     prefix = inv = np.empty(0, dtype=np.int64)  # built on first use: periodic inputs never need them
@@ -159,31 +173,46 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
     while big <= max_period and 2 * big <= n:
         half = big // 2
         anchors = np.arange(0, n - half - big + 1, half)
-        anchors = anchors[reach.at(anchors) < anchors + half]
+        # Skip anchors whose whole comparison range lies in one run of a smaller
+        # period (see the module docstring).
+        reach_at = reach.at(anchors)
+        keep_anchor = reach_at < anchors + half + 2 * big - 1
+        anchors, reach_at = anchors[keep_anchor], reach_at[keep_anchor]
         if not anchors.size:
             big *= 2
             continue
         if not prefix.size:
             prefix, inv = _prefix_hashes(codes)
         width = min(big, max_period + 1 - big)
-        # Position-independent hash of every window of length `half`, padded
-        # with unique negative values so windows past the end never match.
-        win = np.empty(n - half + 1 + 2 * big, dtype=np.int32)  # residues < 2**31: half the memory traffic
-        win[: n - half + 1] = (prefix[half:] - prefix[:-half]) % _MOD * inv[: n - half + 1] % _MOD
-        win[n - half + 1 :] = -1 - np.arange(2 * big, dtype=np.int32)
-        # shifted[a, j] is the hash of the window starting big + j after a.
-        shifted = np.lib.stride_tricks.sliding_window_view(win, width)
+
+        dense = anchors.size * width >= n
+        if dense:
+            # Hash every window once (int32: residues < 2**31, half the memory traffic),
+            # padded with unique negatives so windows past the end never match;
+            # shifted[a, j] is the hash of the window big + j after a.
+            win = np.empty(n - half + 1 + 2 * big, dtype=np.int32)
+            win[: n - half + 1] = _window_hashes(prefix, inv, half, slice(0, n - half + 1))
+            win[n - half + 1 :] = -1 - np.arange(2 * big, dtype=np.int32)
+            shifted = np.lib.stride_tricks.sliding_window_view(win, width)
         octave: list[Run] = []
         done: dict[int, int] = {}
+        offsets = big + np.arange(width)
         # Chunks bound the anchors x periods matrix to a few MB.
         chunk = max(1, (1 << 21) // width)
         for c in range(0, anchors.size, chunk):
             a = anchors[c : c + chunk]
-            hit = shifted[a + big] == win[a][:, None]
+            if dense:
+                hit = shifted[a + big] == win[a][:, None]
+            else:  # sparse (most of a periodic input was skipped): hash only what is compared
+                hit = (
+                    _sparse_hashes(prefix, inv, half, a[:, None] + offsets)
+                    == _sparse_hashes(prefix, inv, half, a)[:, None]
+                )
+            ra = reach_at[c : c + chunk]
             for ai, pj in zip(*np.nonzero(hit), strict=True):
                 start, p = int(a[ai]), big + int(pj)
-                if done.get(p, -1) > start:
-                    continue
+                if done.get(p, -1) > start or ra[ai] >= start + half + p:
+                    continue  # already extended, or compared inside one shorter-period run
                 right = _lce(codes, start, start + p, n - start - p)
                 left = _lce(rev, n - start, n - start - p, start)
                 s, agree_end = start - left, start + right
