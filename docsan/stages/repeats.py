@@ -14,15 +14,16 @@ What counts (each threshold is an option; the defaults are explained there):
   (digits, leaders and rules are data or layout: "100000", "........", "——"),
   the run must not start or end inside a Latin word ("0xFFFFFFFF"), and it
   must be at least ``min_run_width`` columns wide ("#FAFAFA", "hahaha" stay).
-  A single CJK character repeated ``min_cjk_char_copies`` times keeps two
-  copies: reduplication ("哈哈", "谢谢") is grammatical Chinese.
+  A single CJK character (or emoji) repeated ``min_cjk_char_copies`` times
+  keeps two copies: reduplication ("哈哈", "谢谢") is grammatical Chinese.
 * **lines** (copies separated by line breaks) in a PDF block are collapsed
-  only when the block's geometry shows over-printing: after collapsing, the
-  block must be no taller and no wider than its remaining lines need. PDFs
-  draw fake bold by printing the same line 2–4 times at the same spot; a table
-  column that repeats a value ("06/30/2015" in consecutive rows) is as tall as
-  its rows and is left alone. Text without geometry (plain text, chat) uses
-  the phrase rules above.
+  only when the block shows over-printing: every non-blank line of it is part
+  of a repeated-line run, and after collapsing the block is no taller and no
+  wider than its remaining lines need (:func:`_overprinted`). PDFs draw fake
+  bold by printing the same line 2–4 times at the same spot; a table column
+  that repeats a value ("06/30/2015" in consecutive rows) is as tall as its
+  rows, a table row as wide as its cells, and both are left alone. Text
+  without geometry (plain text, chat) uses the phrase rules above.
 * **blocks** printed on top of each other (same text, same box) keep one copy.
 
 CJK line breaks between two CJK characters are layout (the script has no
