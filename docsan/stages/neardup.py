@@ -38,7 +38,7 @@ from datasketch import MinHash
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from docsan.model import Block, BlockKind, Document, Page
+from docsan.model import Block, BlockKind, Document
 from docsan.report import Change, StageResult
 from docsan.textalgo.banding import BandIndex, lsh_params
 from docsan.textalgo.shingles import Shingled, shingle
@@ -165,7 +165,10 @@ class NearDuplicates:
     def _shingle(self, text: str) -> Shingled:
         return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
 
-    def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit:
+    def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
+        # The raw length bounds the normalised one: short texts are dropped before shingling.
+        if len(text) < self.min_chars:
+            return None
         return _Unit(page, blocks, text, self._shingle(text), label)
 
     def _message_units(self, doc: Document) -> list[_Unit]:
@@ -175,31 +178,31 @@ class NearDuplicates:
             if idx:
                 texts = [page.blocks[j].text for j in idx]
                 unit = self._unit(i, idx, "\n\n".join(texts), f"message {page.number}")
-                unit.parts = tuple(self._shingle(t) for t in texts)
-                units.append(unit)
+                if unit is not None:
+                    unit.parts = tuple(self._shingle(t) for t in texts)
+                    units.append(unit)
         return units
 
     def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
-        units = []
+        groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
         for i, page in enumerate(doc.pages):
-            label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
             group: list[int] = []
             for j, block in enumerate(page.blocks):
                 if (i, j) in removed or not self._eligible(block):
-                    if group:
-                        units.append(self._group_unit(i, page, group, label))
                     group = []
                     continue
-                if group and not (self.group_lines and _continues(page.blocks[group[-1]], block)):
-                    units.append(self._group_unit(i, page, group, label))
+                if not (group and self.group_lines and _continues(page.blocks[group[-1]], block)):
                     group = []
+                    groups.append((i, group))
                 group.append(j)
-            if group:
-                units.append(self._group_unit(i, page, group, label))
+        units = []
+        for i, group in groups:
+            page = doc.pages[i]
+            label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
+            unit = self._unit(i, group, "\n".join(page.blocks[j].text for j in group), label)
+            if unit is not None:
+                units.append(unit)
         return units
-
-    def _group_unit(self, i: int, page: Page, group: list[int], label: str) -> _Unit:
-        return self._unit(i, list(group), "\n".join(page.blocks[j].text for j in group), label)
 
     # -- deduplication ------------------------------------------------------------------------------
 
