@@ -47,7 +47,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.model import BBox, Block, BlockKind, Document, Page
 from docsan.report import Change, StageResult
-from docsan.textalgo.runs import Run, find_runs
+from docsan.textalgo.runs import Run, RunFilter, find_runs
 from docsan.textalgo.script import CJK_CLASS, is_cjk, is_separator, is_word_char
 
 # A single newline between two CJK characters: a soft wrap. One character of
@@ -304,7 +304,7 @@ class Repeats:
             out[key] = _apply(text, chosen, views)
         return out
 
-    def _prefilter(self, views: _Views):
+    def _prefilter(self, views: _Views) -> RunFilter:
         """Vectorised first cut, before runs become Python objects: long enough to matter at all."""
 
         def keep(starts: np.ndarray, ends: np.ndarray, periods: np.ndarray) -> np.ndarray:
