@@ -188,3 +188,15 @@ def test_records_differing_in_numbers_are_kept() -> None:
     assert _texts(STAGE(_doc(a, b)).document) == [a, b]
     # prose where a number changed is still a near-duplicate
     assert _texts(STAGE(_doc(PARA_EN, PARA_EN.replace("twelve percent", "12 percent"))).document) == [PARA_EN]
+
+
+def test_every_removed_unit_has_its_copy_in_the_output(resume) -> None:
+    # a grouped unit joins its line blocks with one newline, the document with two: compare without spaces
+    def squash(text: str) -> str:
+        return "".join(text.split())
+
+    kept = squash(resume.document.text)
+    for change in resume.report.stage("neardup").changes:
+        assert change.duplicate_of is not None
+        assert squash(change.duplicate_of.rstrip("…")) in kept
+        assert squash(change.text) not in kept
