@@ -74,6 +74,11 @@ def test_mixed_script_paragraphs() -> None:
     assert _texts(STAGE(_doc(a, c, b)).document) == [a, c]
 
 
+def test_lone_surrogates_do_not_break_the_stage() -> None:
+    broken = "\ud83d " + PARA_EN
+    assert _texts(STAGE(_doc(broken, PARA_EN_OTHER, broken)).document) == [broken, PARA_EN_OTHER]
+
+
 def test_short_spans_are_not_merged() -> None:
     """Below n-gram size, spans are compared by exact normalised text, never by a shared empty signature."""
     loose = NearDuplicates(min_chars=1)

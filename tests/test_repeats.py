@@ -115,6 +115,11 @@ def test_legitimate_text_survives(text: str) -> None:
     assert clean(text) == text
 
 
+def test_lone_surrogates_do_not_break_the_stage() -> None:
+    # json.loads('"\\ud83d"') yields one; the stage may run before normalize
+    assert clean("\ud83d abc abc abc abc") == "\ud83d abc"
+
+
 def test_wrapped_cjk_run_is_one_run() -> None:
     # the resume's line: the run continues across the soft wrap
     text = "项目经验" * 7 + "项目经\n验" + "项目经验" * 4 + "项目"

@@ -219,7 +219,7 @@ class NearDuplicates:
         stats[f"{scale}_units"] += len(units)
         long_units = [u for u in units if u.sh.has_ngrams]
         signatures = MinHash.bulk(
-            [[g.encode("utf-8") for g in u.sh.shingles] for u in long_units],
+            [[g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units],
             num_perm=self.num_perm,
             seed=self.seed,
             hashfunc=xxhash.xxh32_intdigest,

@@ -117,7 +117,8 @@ def _build_views(texts: dict[tuple[int, int], str]) -> _Views:
         base, n = int(bases[i]), int(lengths[i]) - 1
         orig[base : base + n] += np.searchsorted(view_pos, np.arange(n), side="right")
         wraps[base + view_pos] += 1
-    codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    # surrogatepass: a lone surrogate (JSON "\ud83d") is a code point like any other here
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
     codes[sentinels] = -1 - np.arange(sentinels.size)  # unique: no run crosses a block boundary
     nl_prefix = np.concatenate(([0], np.cumsum(codes == 10)))
     wrap_prefix = np.concatenate(([0], np.cumsum(wraps[:total])))
