@@ -140,6 +140,18 @@ def test_table_column_in_pdf_block_is_not_overprint() -> None:
     assert [b.text for b in out] == ["Domestic\nDomestic\nDomestic", "Domestic", "Domestic\nDomestic\nDomestic"]
 
 
+def test_fake_bold_seams_without_blank_lines() -> None:
+    """The cover's 股票代码 block after normalize dropped its blank lines: the box is still tall."""
+    box = BBox(225, 400, 379, 544)
+    seamed = Block("股票代码\n股票代码\n股票代码\n股票代码：300218\n300218\n300218\n300218", bbox=box, font_size=18.0)
+    column = Block("1.00\n1.00\n1.00\n1.00\n2.50\n2.50\n2.50\n2.50", bbox=box, font_size=18.0)
+    labels = Block("Retired\nRetired\nRetired\nHomemaker\nHomemaker\nHomemaker", bbox=box, font_size=18.0)
+    out = STAGE(Document(pages=(Page(1, (seamed, column, labels)),))).document.pages[0].blocks
+    assert out[0].text == "股票代码：300218"
+    assert out[1].text == column.text
+    assert out[2].text == labels.text
+
+
 def test_overprinted_blocks_dropped() -> None:
     a = Block("年度报告", bbox=BBox(10, 10, 90, 30), font_size=20.0)
     b = Block("年度报告", bbox=BBox(10.3, 10.2, 90.3, 30.2), font_size=20.0)

@@ -34,6 +34,7 @@ spaces), so runs are searched in a view with those breaks removed: a wrapped
 from __future__ import annotations
 
 import bisect
+import itertools
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -133,12 +134,17 @@ def _est_width_em(line: str) -> float:
 def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed: str, views: _Views) -> bool:
     """Were the repeated lines of this block drawn on top of each other (fake bold)?
 
-    Two tests, both needed. Coverage: every non-blank line of the block takes
-    part in a repeated-line run; fake bold repeats every line, while a table
-    row or column that repeats one value has other lines too. Geometry: the
-    block's box fits the collapsed text alone, no taller than its remaining
-    lines and no wider than its widest line; a column of equal values is as
-    tall as all its copies, a row of them as wide.
+    Coverage is needed: every non-blank line of the block takes part in a
+    repeated-line run; fake bold repeats every line, while a table row or
+    column that repeats one value has other lines too. Then either of:
+
+    * seams: two or more runs with the same number of copies, each glued to
+      the next on one line ("2011\n2011\n2011 年年度报告\n年年度报告…"): the
+      extractor interleaving over-printed copies, which tables do not produce;
+    * geometry: the block's box fits the collapsed text alone, no taller than
+      its remaining lines and no wider than its widest line; a column of equal
+      values is as tall as all its copies, a row of them as wide. (Blank lines
+      that an earlier stage removed still count in the box: hence the seams.)
     """
     assert block.bbox is not None and block.font_size
     spans = sorted((int(views.orig[c.run.start]), int(views.orig[c.run.end - 1]) + 1) for c in line_runs)
@@ -148,6 +154,9 @@ def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed:
         pos = hi + 1
         if line.strip() and not any(a < hi and lo < b for a, b in spans):
             return False
+    same_copies = len(line_runs) >= 2 and len({c.copies for c in line_runs}) == 1
+    if same_copies and all("\n" not in text[a[1] : b[0]] for a, b in itertools.pairwise(spans)):
+        return True
     lines = collapsed.split("\n")
     fs, bbox = block.font_size, block.bbox
     if bbox.height > 1.5 * fs * len(lines):
