@@ -1,0 +1,287 @@
+"""Remove near-duplicate paragraphs (and, in chat histories, near-duplicate messages).
+
+The incident's request bodies were up to 60% repeated text: the same pasted
+document in several turns, the same project description three times in a
+resume with a word changed. Exact hashing misses those; this stage finds them
+with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
+
+* Units: paragraphs (blocks). In a PDF whose extractor cut a paragraph into
+  one block per line, consecutive left-aligned single-line blocks of one font
+  size with line spacing between them form one unit (``group_lines``); after
+  the reflow stage this is a no-op. In a chat history, whole messages are
+  compared first (``messages``): a message goes whole only when none of its
+  paragraphs is new (a re-sent paste with a new question keeps the question);
+  then paragraphs are compared, which removes the paste alone.
+* Shingles: CJK character 5-grams, word 3-grams elsewhere, per script segment
+  (:mod:`docsan.textalgo.shingles`). Signatures are computed in one batch with
+  ``MinHash.bulk`` and an xxhash hash function, with a fixed seed.
+* Candidates from LSH are verified by the exact Jaccard similarity of the
+  shingle sets before anything is removed; a unit is only compared with units
+  that were kept, so every removed unit has a surviving near-copy, named in
+  its report entry.
+* Units too short to have a single n-gram are compared by their normalised
+  text (exact match), never by MinHash: their degenerate signatures would
+  otherwise all collide.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from dataclasses import replace as dc_replace
+from typing import ClassVar
+
+import numpy as np
+import regex
+import xxhash
+from datasketch import MinHash
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from docsan.model import Block, BlockKind, Document
+from docsan.report import Change, StageResult
+from docsan.textalgo.banding import BandIndex, lsh_params
+from docsan.textalgo.shingles import Shingled, shingle
+
+# Report entries quote what a removed unit duplicated; a page of text there
+# would bury the report.
+_QUOTE_CHARS = 200
+_NUMBER = regex.compile(r"\p{Nd}+")
+
+
+@dataclass(slots=True)
+class _Unit:
+    page: int  # index into doc.pages
+    blocks: list[int]  # indices into the page's blocks
+    text: str
+    sh: Shingled
+    label: str  # "page 3" / "message 2", for reports
+    # A message's paragraphs: a message only counts as a copy when none of
+    # them is new (a re-sent paste with a new question is not a duplicate).
+    parts: tuple[Shingled, ...] = ()
+
+
+def _quote(text: str) -> str:
+    return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
+    return len(part & whole) / len(part) if part else 1.0
+
+
+def _continues(prev: Block, block: Block) -> bool:
+    """Is ``block`` the next line of the paragraph whose last line is ``prev``?
+
+    True for left-aligned single-line blocks of the same font size separated by
+    no more than ordinary line spacing (one font size; paragraph breaks in the
+    corpus are two or more).
+    """
+    if prev.bbox is None or block.bbox is None or not prev.font_size or not block.font_size:
+        return False
+    fs = prev.font_size
+    if abs(block.font_size - fs) > 0.15 * fs:
+        return False
+    single_line = prev.bbox.height <= 1.8 * fs and block.bbox.height <= 1.8 * fs
+    gap = block.bbox.y0 - prev.bbox.y1
+    return single_line and abs(block.bbox.x0 - prev.bbox.x0) <= fs and -0.3 * fs <= gap <= fs
+
+
+@pydantic_dataclass(config=ConfigDict(extra="forbid"), frozen=True)
+class NearDuplicates:
+    """Drop later paragraphs/messages whose shingle sets are at least ``threshold`` Jaccard-similar."""
+
+    name: ClassVar[str] = "neardup"
+
+    # 0.8 Jaccard on 5-gram/3-gram shingles: an edit of a few characters in a
+    # 200-character paragraph stays above it (the resume's copies score
+    # 0.87-0.97); two different paragraphs on one topic score far below.
+    threshold: float = Field(0.8, gt=0.0, le=1.0)
+    # 128 permutations: the standard error of the Jaccard estimate is ~0.04,
+    # enough to find candidates; the decision uses the exact Jaccard anyway.
+    num_perm: int = Field(128, ge=16, le=1024)
+    # Fixed: the same input always gives the same result.
+    seed: int = 1
+    # Around 5 characters is the usual CJK choice (a word is 1-4 characters).
+    cjk_ngram: int = Field(5, ge=1, le=20)
+    # Word 3-grams: robust to a changed word, still specific.
+    word_ngram: int = Field(3, ge=1, le=10)
+    # Units with fewer normalised characters (letters, digits, CJK; no spaces
+    # or punctuation) are never removed, not even when identical: short
+    # repeated paragraphs are structure ("目录", "1", "读写能力" under each
+    # language, the same date range for two jobs, a section heading that the
+    # table of contents already listed) and cost a few tokens each. On the
+    # corpus, 40 keeps every heading and TOC line and still catches each
+    # repeated paragraph.
+    min_chars: int = Field(40, ge=1)
+    # Headings repeat legitimately (chapter titles in a running head, "Notes"
+    # in every section); tables are the tables stage's business.
+    exempt_headings: bool = True
+    exempt_tables: bool = True
+    # Treat consecutive single-line PDF blocks with line spacing as one
+    # paragraph (see _continues); off compares each block on its own.
+    group_lines: bool = True
+    # A unit whose normalised text is at least this share digits (a table row
+    # extracted as text, a record, a dated header) is only removed when it has
+    # no number its kept copy lacks: there the numbers are the content
+    # (two WARN notices differing only in a date and a head count are both
+    # facts). Prose with a few numbers changed is still deduplicated.
+    numeric_share: float = Field(0.2, ge=0.0, le=1.0)
+    # Chat histories: compare whole messages first, so a re-sent paste goes
+    # even when each of its paragraphs alone is short.
+    messages: bool = True
+
+    def __call__(self, doc: Document) -> StageResult:
+        changes: list[Change] = []
+        stats: dict[str, int | float] = defaultdict(int)
+        removed: set[tuple[int, int]] = set()
+        if doc.is_chat and self.messages:
+            self._dedupe(self._message_units(doc), doc, removed, changes, stats, "message")
+        self._dedupe(self._paragraph_units(doc, removed), doc, removed, changes, stats, "paragraph")
+        if not removed:
+            return StageResult(doc, changes, dict(stats))
+        pages = []
+        for i, page in enumerate(doc.pages):
+            if any((i, j) in removed for j in range(len(page.blocks))):
+                page = page.with_blocks([b for j, b in enumerate(page.blocks) if (i, j) not in removed])
+            pages.append(page)
+        return StageResult(dc_replace(doc, pages=tuple(pages)), changes, dict(stats))
+
+    # -- units --------------------------------------------------------------------------------------
+
+    def _eligible(self, block: Block) -> bool:
+        if block.kind is BlockKind.FURNITURE or not block.text.strip():
+            return False
+        if block.kind is BlockKind.TABLE:
+            return not self.exempt_tables
+        return not (block.kind is BlockKind.HEADING and self.exempt_headings)
+
+    def _shingle(self, text: str) -> Shingled:
+        return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
+
+    def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
+        # The raw length bounds the normalised one: short texts are dropped before shingling.
+        if len(text) < self.min_chars:
+            return None
+        return _Unit(page, blocks, text, self._shingle(text), label)
+
+    def _message_units(self, doc: Document) -> list[_Unit]:
+        units = []
+        for i, page in enumerate(doc.pages):
+            idx = [j for j, b in enumerate(page.blocks) if self._eligible(b)]
+            if idx:
+                texts = [page.blocks[j].text for j in idx]
+                unit = self._unit(i, idx, "\n\n".join(texts), f"message {page.number}")
+                if unit is not None:
+                    unit.parts = tuple(self._shingle(t) for t in texts)
+                    units.append(unit)
+        return units
+
+    def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
+        groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
+        for i, page in enumerate(doc.pages):
+            group: list[int] = []
+            for j, block in enumerate(page.blocks):
+                if (i, j) in removed or not self._eligible(block):
+                    group = []
+                    continue
+                if not (group and self.group_lines and _continues(page.blocks[group[-1]], block)):
+                    group = []
+                    groups.append((i, group))
+                group.append(j)
+        units = []
+        for i, group in groups:
+            page = doc.pages[i]
+            label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
+            unit = self._unit(i, group, "\n".join(page.blocks[j].text for j in group), label)
+            if unit is not None:
+                units.append(unit)
+        return units
+
+    # -- deduplication ------------------------------------------------------------------------------
+
+    def _dedupe(
+        self,
+        units: list[_Unit],
+        doc: Document,
+        removed: set[tuple[int, int]],
+        changes: list[Change],
+        stats: dict,
+        scale: str,
+    ) -> None:
+        units = [u for u in units if u.sh.length >= self.min_chars]
+        stats[f"{scale}_units"] += len(units)
+        long_units = [u for u in units if u.sh.has_ngrams]
+        signatures = MinHash.bulk(
+            [[g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units],
+            num_perm=self.num_perm,
+            seed=self.seed,
+            hashfunc=xxhash.xxh32_intdigest,
+        )
+        row = {id(u): i for i, u in enumerate(long_units)}
+        # LSH tuned below the decision threshold: more candidates, fewer misses;
+        # the exact Jaccard check removes the false ones.
+        bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
+        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(signatures), self.num_perm)
+        index = BandIndex(matrix, bands, rows)
+        kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
+        exact: dict[str, _Unit] = {}
+        for unit in units:
+            best, score = self._match(unit, row.get(id(unit)), index, kept_rows, exact, stats)
+            if best is None:
+                exact.setdefault(unit.sh.normalized, unit)
+                if id(unit) in row:
+                    kept_rows[row[id(unit)]] = unit
+                    index.insert(row[id(unit)])
+                continue
+            removed.update((unit.page, j) for j in unit.blocks)
+            what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
+            changes.append(
+                Change(
+                    self.name,
+                    f"{scale} {what} of {best.label}",
+                    doc.pages[unit.page].number,
+                    unit.text,
+                    duplicate_of=_quote(best.text),
+                )
+            )
+            stats[f"{scale}s_removed"] += 1
+            stats["chars_removed"] += len(unit.text)
+
+    def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
+        """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
+        if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
+            return False
+        numbers = _NUMBER.findall(unit.sh.normalized)
+        if sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
+            return True
+        return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
+
+    def _match(
+        self,
+        unit: _Unit,
+        sig_row: int | None,
+        index: BandIndex,
+        kept: dict[int, _Unit],
+        exact: dict[str, _Unit],
+        stats: dict,
+    ) -> tuple[_Unit | None, float]:
+        """The kept unit this one duplicates best (and the similarity), or (None, 0)."""
+        same = exact.get(unit.sh.normalized)
+        if same is not None:
+            return same, 1.0
+        if sig_row is None:  # too short for n-grams: exact match only
+            return None, 0.0
+        best, best_score = None, 0.0
+        for key in sorted(index.query(sig_row)):
+            stats["candidates_verified"] += 1
+            score = _jaccard(unit.sh.shingles, kept[key].sh.shingles)
+            if score >= self.threshold and score > best_score and self._nothing_new(unit, kept[key]):
+                best, best_score = kept[key], score
+        return best, best_score

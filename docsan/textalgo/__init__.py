@@ -1,0 +1,1 @@
+"""Text algorithms with guaranteed bounds (no backtracking regexes): tandem-repeat runs, shingles."""

@@ -1,0 +1,230 @@
+"""Maximal tandem repeats ("runs") of a code sequence in O(n · log(max_period)) vectorised work.
+
+A *run* of period ``p`` is a maximal interval ``[start, end)`` with
+``a[i] == a[i + p]`` for every ``i`` in ``[start, end - p)`` and
+``end - start >= 2p`` (at least two full copies). The incident's
+``(.+?)\\1{3,}`` regex finds these by backtracking, which is quadratic or worse
+on long text without line breaks. Here:
+
+* small periods (``p < SMALL``) are found exactly, one vectorised comparison
+  ``a[:-p] == a[p:]`` per period: O(n · SMALL);
+* larger periods are found per octave ``[P, 2P)``: a run of such a period has
+  an "agreement interval" of length ``>= p >= P``, so it fully contains a
+  window of length ``P/2`` starting at a multiple of ``P/2``. Comparing the
+  polynomial hash of each such anchor window with the hashes ``P..2P-1``
+  characters further on costs ``(n / (P/2)) · P = 2n`` per octave, so
+  O(n · log(max_period)) in all. Every hash hit is then checked and extended
+  by exact element comparison, so a hash collision can never produce a run
+  that is not really there.
+
+Anchors whose whole comparison range lies inside one run of a smaller period
+are skipped: in a periodic stretch (``"ab" * 500_000``) every anchor would hit
+every multiple of the period, and those hits only rediscover that run. The
+price is completeness in a corner case (a longer run all of whose anchor ranges
+sit inside shorter-period runs is missed); what is reported is always exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+# Periods below this are compared directly; at and above it by anchored hashes.
+SMALL = 16
+# A Mersenne prime modulus keeps every product of two residues below 2**62,
+# so numpy int64 arithmetic never overflows; unlike hashing modulo 2**64 it
+# is not defeated by Thue–Morse strings. The base is fixed: deterministic.
+_MOD = (1 << 31) - 1
+_BASE = 1_000_003
+_INV_BASE = pow(_BASE, _MOD - 2, _MOD)
+
+# keep(starts, ends, periods) -> bool mask: lets the caller drop runs it would
+# never act on before they become Python objects.
+RunFilter = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    start: int
+    end: int  # exclusive
+    period: int
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+def _powers(base: int, n: int) -> np.ndarray:
+    """base**i mod _MOD for i in [0, n), by doubling: log n vectorised steps."""
+    out = np.empty(max(n, 1), dtype=np.int64)
+    out[0] = 1
+    k = 1
+    while k < n:
+        m = min(k, n - k)
+        out[k : k + m] = out[:m] * pow(base, k, _MOD) % _MOD
+        k *= 2
+    return out[:n]
+
+
+def _lce(a: np.ndarray, i: int, j: int, limit: int) -> int:
+    """Length of the longest common extension a[i:i+k] == a[j:j+k], k <= limit, in O(k)."""
+    k = 0
+    step = 64
+    while k < limit:
+        m = min(step, limit - k)
+        diff = np.flatnonzero(a[i + k : i + k + m] != a[j + k : j + k + m])
+        if diff.size:
+            return k + int(diff[0])
+        k += m
+        step *= 2
+    return limit
+
+
+class _Reach:
+    """For a query position, the farthest end of a known run starting at or before it.
+
+    Kept as sorted starts with a running maximum of ends, so an update costs
+    O(r log r) in the number of runs r, not O(n) in the text length.
+    """
+
+    def __init__(self) -> None:
+        self._starts = np.empty(0, dtype=np.int64)
+        self._ends = np.empty(0, dtype=np.int64)
+        self._reach = np.empty(0, dtype=np.int64)
+
+    def add(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        if starts.size:
+            all_starts = np.concatenate((self._starts, starts))
+            order = np.argsort(all_starts, kind="stable")
+            self._starts = all_starts[order]
+            self._ends = np.concatenate((self._ends, ends))[order]
+            self._reach = np.maximum.accumulate(self._ends)
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        idx = np.searchsorted(self._starts, positions, side="right") - 1
+        return np.where(idx >= 0, self._reach[np.maximum(idx, 0)] if self._reach.size else 0, 0)
+
+
+def find_runs(codes: np.ndarray, *, max_period: int, keep: RunFilter | None = None) -> list[Run]:
+    """All primitive maximal runs of ``codes`` with period <= ``max_period`` that ``keep`` accepts.
+
+    ``codes`` is an int64 array; give separators unique negative values so no
+    run crosses them. Runs contained in a run of a smaller period (the same
+    repetition seen with a multiple of its period) are not reported.
+    """
+    n = int(codes.size)
+    found: list[Run] = []
+    reach = _Reach()
+    for p in range(1, min(SMALL, max_period + 1)):
+        if 2 * p > n:
+            break
+        eq = np.empty(n - p + 2, dtype=np.int8)
+        eq[0] = eq[-1] = 0
+        eq[1:-1] = codes[:-p] == codes[p:]
+        edges = np.diff(eq)
+        starts = np.flatnonzero(edges == 1)
+        ends = np.flatnonzero(edges == -1) + p
+        long_enough = ends - starts >= 2 * p
+        starts, ends = starts[long_enough], ends[long_enough]
+        primitive = reach.at(starts) < ends
+        reach.add(starts, ends)
+        starts, ends = starts[primitive], ends[primitive]
+        if keep is not None and starts.size:
+            mask = keep(starts, ends, np.full(starts.size, p))
+            starts, ends = starts[mask], ends[mask]
+        found.extend(Run(int(s), int(e), p) for s, e in zip(starts, ends, strict=True))
+    if max_period >= SMALL and n >= 2 * SMALL:
+        found.extend(_long_runs(codes, max_period, reach, keep))
+    return found
+
+
+def _prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash."""
+    n = int(codes.size)
+    prefix = np.zeros(n + 1, dtype=np.int64)
+    # Each term is < 2**31, so the running sum stays below 2**63 for any realistic n.
+    np.cumsum(np.mod(codes, _MOD) * _powers(_BASE, n) % _MOD, out=prefix[1:])
+    prefix %= _MOD
+    return prefix, _powers(_INV_BASE, n)
+
+
+def _window_hashes(prefix: np.ndarray, inv: np.ndarray, half: int, at: slice | np.ndarray) -> np.ndarray:
+    """Position-independent hashes of the windows of length ``half`` starting at ``at`` (all in range)."""
+    if isinstance(at, slice):
+        return (prefix[at.start + half : at.stop + half] - prefix[at]) % _MOD * inv[at] % _MOD
+    return (prefix[at + half] - prefix[at]) % _MOD * inv[at] % _MOD
+
+
+def _sparse_hashes(prefix: np.ndarray, inv: np.ndarray, half: int, pos: np.ndarray) -> np.ndarray:
+    """Window hashes at arbitrary positions; a window past the end gets a unique negative value."""
+    n = prefix.size - 1
+    ok = pos <= n - half
+    return np.where(ok, _window_hashes(prefix, inv, half, np.where(ok, pos, 0)), -1 - pos)
+
+
+def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilter | None) -> list[Run]:
+    n = int(codes.size)
+    prefix = inv = np.empty(0, dtype=np.int64)  # built on first use: periodic inputs never need them
+    rev = codes[::-1]
+    found: list[Run] = []
+    big = SMALL
+    while big <= max_period and 2 * big <= n:
+        half = big // 2
+        anchors = np.arange(0, n - half - big + 1, half)
+        # Skip anchors whose whole comparison range lies in one run of a smaller
+        # period (see the module docstring).
+        reach_at = reach.at(anchors)
+        keep_anchor = reach_at < anchors + half + 2 * big - 1
+        anchors, reach_at = anchors[keep_anchor], reach_at[keep_anchor]
+        if not anchors.size:
+            big *= 2
+            continue
+        if not prefix.size:
+            prefix, inv = _prefix_hashes(codes)
+        width = min(big, max_period + 1 - big)
+
+        dense = anchors.size * width >= n
+        if dense:
+            # Hash every window once (int32: residues < 2**31, half the memory traffic),
+            # padded with unique negatives so windows past the end never match;
+            # shifted[a, j] is the hash of the window big + j after a.
+            win = np.empty(n - half + 1 + 2 * big, dtype=np.int32)
+            win[: n - half + 1] = _window_hashes(prefix, inv, half, slice(0, n - half + 1))
+            win[n - half + 1 :] = -1 - np.arange(2 * big, dtype=np.int32)
+            shifted = np.lib.stride_tricks.sliding_window_view(win, width)
+        octave: list[Run] = []
+        done: dict[int, int] = {}
+        offsets = big + np.arange(width)
+        # Chunks bound the anchors x periods matrix to a few MB.
+        chunk = max(1, (1 << 21) // width)
+        for c in range(0, anchors.size, chunk):
+            a = anchors[c : c + chunk]
+            if dense:
+                hit = shifted[a + big] == win[a][:, None]
+            else:  # sparse (most of a periodic input was skipped): hash only what is compared
+                hit = (
+                    _sparse_hashes(prefix, inv, half, a[:, None] + offsets)
+                    == _sparse_hashes(prefix, inv, half, a)[:, None]
+                )
+            ra = reach_at[c : c + chunk]
+            for ai, pj in zip(*np.nonzero(hit), strict=True):
+                start, p = int(a[ai]), big + int(pj)
+                if done.get(p, -1) > start or ra[ai] >= start + half + p:
+                    continue  # already extended, or compared inside one shorter-period run
+                right = _lce(codes, start, start + p, n - start - p)
+                left = _lce(rev, n - start, n - start - p, start)
+                s, agree_end = start - left, start + right
+                done[p] = agree_end
+                e = agree_end + p
+                if e - s >= 2 * p and reach.at(np.array([s]))[0] < e:
+                    octave.append(Run(s, e, p))
+        if octave:
+            starts, ends, pers = (np.array([getattr(r, f) for r in octave]) for f in ("start", "end", "period"))
+            reach.add(starts, ends)
+            if keep is not None:
+                octave = [r for r, m in zip(octave, keep(starts, ends, pers), strict=True) if m]
+            found.extend(octave)
+        big *= 2
+    return found
