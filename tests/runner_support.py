@@ -1,19 +1,13 @@
-"""Shared by the runner tests: a config whose pipeline uses the cleaning stages present in this checkout.
-
-The stages are written on other branches; until they are merged, `docsan ask` tests run the
-stages that exist (none on the runner branch, all of DEFAULT_STAGES after the merge).
-"""
+"""Shared by the runner tests: the default cleaning pipeline without OCR, a queue in a temporary folder."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 from docsan.config import DEFAULT_STAGES, Config, config_from_dict
 from docsan.runner.backends.base import Generation, GenerationRequest, OnText
 from docsan.runner.tiers import Tier
-from docsan.stages import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_PDF = ROOT / "fixtures" / "bilingual_report.pdf"
@@ -23,15 +17,11 @@ _CORPUS = [p / "shared" / "corpus" / "pdfs" for p in (ROOT.parent, ROOT.parent.p
 LONG_PDF = next((c for c in _CORPUS if c.is_dir()), _CORPUS[0]) / "fedreg_2020-17221_15p.pdf"
 
 
-def available_stages() -> tuple[str, ...]:
-    return tuple(s for s in DEFAULT_STAGES if importlib.util.find_spec(REGISTRY[s].split(":")[0]) is not None)
-
-
 def runner_config(tmp_path: Path, runner: dict[str, Any] | None = None) -> Config:
-    """Available stages, no OCR (the test files have text layers), the queue in ``tmp_path``."""
+    """The default stages, no OCR (the test files have text layers), the queue in ``tmp_path``."""
     return config_from_dict(
         {
-            "stages": list(available_stages()),
+            "stages": list(DEFAULT_STAGES),
             "extract": {"ocr": "never"},
             "runner": {"queue_path": str(tmp_path / "queue.sqlite3"), **(runner or {})},
         }
