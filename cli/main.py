@@ -6,6 +6,7 @@ import typer
 
 from cli.ask import ask
 from cli.clean import clean
+from cli.config_cmd import config
 from cli.plan import plan_cmd
 from cli.queue import queue_app
 
@@ -20,6 +21,7 @@ app.command(no_args_is_help=True)(clean)
 app.command(no_args_is_help=True)(ask)
 app.command("plan", no_args_is_help=True)(plan_cmd)
 app.add_typer(queue_app, name="queue")
+app.command("config")(config)
 
 
 @app.callback()
