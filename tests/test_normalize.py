@@ -88,6 +88,15 @@ def test_mojibake_is_repaired_and_reported() -> None:
     assert change.replacement == "The café\u2019s menu"
 
 
+def test_garbage_from_an_unmapped_font_is_not_rewritten_by_guesswork() -> None:
+    # Text from ibm_redp5110 p3 (a font without a Unicode map): not mojibake
+    # of any encoding, so ftfy must leave it alone, not "repair" fragments.
+    garbage = "rÜñê ÜèßÜü•Üíê †ë Üééê§§ •† Ü\nÆ†£óèÆîèê §†¶£éê †ë êØ°ê£•î§ê"
+    result = normalize(garbage)
+    assert result.text == garbage
+    assert result.report.changes == []
+
+
 def test_ligatures_are_split_unless_disabled() -> None:
     assert normalize("eﬃcient ﬁle").text == "efficient file"
     assert normalize("eﬃcient", fix_ligatures=False).text == "eﬃcient"
@@ -146,6 +155,19 @@ def test_form_feed_inside_a_pdf_block_becomes_a_paragraph_break() -> None:
     result = docsan.clean_document(doc, NORMALIZE)
     assert [b.text for b in result.document.pages[0].blocks] == ["first part", "second part"]
     assert reasons(result) == ["form feed: U+000C ×1"]
+
+
+def test_a_soft_hyphen_at_a_line_end_rejoins_the_word() -> None:
+    result = normalize("the pre\u00ad\nprocessing step, a soft\u00adhyphen")
+    assert result.text == "the preprocessing step, a softhyphen"
+    assert reasons(result) == ["soft hyphen: U+00AD ×2"]
+
+
+def test_long_tag_messages_are_summarised_in_one_line() -> None:
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "abcdefghij")
+    [reason] = reasons(normalize(f"x{hidden}"))
+    assert reason.startswith("tag character: U+E0061 ×1, ") and reason.count("U+") == 6
+    assert '4 more (hidden text "abcdefghij")' in reason
 
 
 def test_line_separators_become_newlines() -> None:
