@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import err_console, error_line, fail, get_config
@@ -131,13 +132,13 @@ def clean(
                 result = pipeline.run(load(src, config.extract))
             except DocsanError as err:
                 failed += 1
-                progress.console.print(f"[bold red]docsan: error:[/] {err}", highlight=False)
+                progress.console.print(f"[bold red]docsan: error:[/] {escape(str(err))}", highlight=False)
                 progress.advance(task)
                 continue
             except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
                 failed += 1
                 progress.console.print(
-                    f"[bold red]docsan: error:[/] {src}: internal error ({type(err).__name__}: {err})",
+                    f"[bold red]docsan: error:[/] {escape(f'{src}: internal error ({type(err).__name__}: {err})')}",
                     highlight=False,
                 )
                 progress.advance(task)
