@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
 import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -285,3 +286,68 @@ def test_pdf_blocks_clean_idempotently_and_the_input_is_untouched(pages: list[li
         assert forbidden_left(block.text) == []
     twice = docsan.clean_document(once.document, BOTH)
     assert twice.document == once.document
+
+
+# --- the shared corpus --------------------------------------------------------------------------
+
+
+def _text_layer_files(corpus) -> list[str]:
+    manifest = corpus.parent / "MANIFEST.tsv"
+    rows = [line.split("\t") for line in manifest.read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
+    return sorted({r[0] for r in rows if r[3].startswith("yes")})
+
+
+@pytest.fixture(scope="module")
+def corpus_cleaned(corpus) -> dict[str, docsan.CleanResult]:
+    """Every text-layer PDF of the corpus, extracted once (no OCR) and cleaned with normalize + reflow."""
+    config = BOTH.with_overrides(extract={"ocr": "never"})
+    return {name: docsan.clean_file(corpus / name, config) for name in _text_layer_files(corpus)}
+
+
+def test_the_corpus_has_the_text_layer_files_the_manifest_lists(corpus_cleaned) -> None:
+    assert len(corpus_cleaned) >= 20
+    assert {"irs_i1040nr_2007_50p.pdf", "us_budget_fy2013_table_s4_rotated_fffd.pdf"} <= set(corpus_cleaned)
+
+
+def test_no_text_layer_file_keeps_a_removed_code_point(corpus_cleaned) -> None:
+    left = {name: forbidden_left(r.text) for name, r in corpus_cleaned.items()}
+    assert {name: chars for name, chars in left.items() if chars} == {}
+    for name, result in corpus_cleaned.items():
+        assert result.text.strip(), f"{name} cleaned to nothing"
+
+
+def test_every_removed_code_point_of_the_raw_text_is_reported(corpus_cleaned) -> None:
+    # What the extractor delivered, code point by code point, must reappear in
+    # the normalize report: nothing disappears silently.
+    for name, result in corpus_cleaned.items():
+        raw = {f"U+{ord(c):04X}" for c in _FORBIDDEN.findall(_ALLOWED.sub("", result.original.text))}
+        reported = " ".join(c.reason for c in result.report.stage("normalize").changes)
+        assert {cp for cp in raw if cp not in reported} == set(), name
+
+
+@pytest.mark.parametrize(
+    ("name", "page"),
+    [
+        # The manifest: "some U+0002-0004 control chars in text".
+        ("irs_i1040nr_2007_50p.pdf", None),
+        # p3: a font without ToUnicode, "plus U+0001/U+0002 controls".
+        ("ibm_redp5110_sampled_18p.pdf", 3),
+    ],
+)
+def test_the_files_the_manifest_marks_with_control_characters_have_them_removed(corpus_cleaned, name, page) -> None:
+    # PyMuPDF's plain text has the controls themselves; its span ("dict")
+    # output turns them into U+FFFD. Either way they are removed and reported.
+    result = corpus_cleaned[name]
+    changes = result.report.stage("normalize").changes
+    hits = [c for c in changes if c.reason.startswith(("control character", "replacement character"))]
+    assert hits
+    if page is not None:
+        assert page in {c.page for c in hits}
+
+
+def test_backspaces_and_dot_leaders_are_gone_from_the_budget_table(corpus_cleaned) -> None:
+    result = corpus_cleaned["us_budget_fy2013_table_s4_rotated_fffd.pdf"]
+    stats = result.report.stage("normalize").stats
+    assert stats["removed_replacement_character"] > 1000
+    assert stats["removed_control_character"] >= 30
+    assert "Defense" in result.text
