@@ -58,9 +58,9 @@ def render_block(block: Block, *, markdown: bool = False, table_html: bool = Fal
             return table_to_html(block.table)
         return table_to_markdown(block.table)
     if markdown and block.kind is BlockKind.HEADING:
-        # A heading from a Markdown file already carries its own "#" marks.
-        text = block.text.replace("\n", " ")
-        return text if text.startswith("#") else "## " + text
+        line = block.text.replace("\n", " ")
+        # A Markdown input's heading already carries its level.
+        return line if line.startswith("#") else "## " + line
     return block.text
 
 

@@ -326,7 +326,7 @@ class _Cleaner:
 
 
 def _counts(chars: Counter[str]) -> str:
-    """"U+0002 ×3, U+0004 ×1": per code point, the most frequent few; a total for the rest."""
+    """Per code point (``U+0002 ×3, U+0004 ×1``), the most frequent few; a total for the rest."""
     top = sorted(chars.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = ", ".join(f"U+{ord(c):04X} ×{n}" for c, n in sorted(top[:_MAX_LISTED]))
     rest = sum(n for _, n in top[_MAX_LISTED:])

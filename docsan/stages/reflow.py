@@ -53,7 +53,10 @@ _HYPHENS = ("-", "\u2010")
 # The lowercase fragment that continues a word broken at a line end.
 _LOWER_START = regex.compile(r"\p{Ll}+")
 _WORD = regex.compile(r"\p{L}+")
-_HYPHENATED = regex.compile(r"\p{L}+[-\u2010]\p{L}+")
+# Starts only at a word's first letter and takes the letters possessively:
+# a plain "\p{L}+-\p{L}+" retries from every letter of a long word that is
+# not followed by a hyphen, which is quadratic.
+_HYPHENATED = regex.compile(r"(?<!\p{L})\p{L}++[-\u2010]\p{L}+")
 
 
 @dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -137,7 +140,7 @@ class Reflow:
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n")
                 run = [line]
-            elif prev_width + 1 + display_width(line.split(None, 1)[0]) <= self.fit_ratio * widest:
+            elif prev_width + 1 + display_width(_first_word(line)) <= self.fit_ratio * widest:
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n\n")
                 counts["paragraph_breaks"] += 1
@@ -149,28 +152,30 @@ class Reflow:
 
     def _join_run(self, lines: list[str], vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """Join lines that belong to one paragraph; the first keeps its indentation."""
-        text = lines[0].rstrip()
-        for line in lines[1:]:
-            nxt = line.strip()
-            if not nxt:
+        # Pieces collected in a list: repeated str concatenation is quadratic
+        # on a paragraph of thousands of lines.
+        parts: list[str] = []
+        for line in lines:
+            nxt = line.strip() if parts else line.rstrip()
+            if not nxt.strip():
                 continue
-            if not text.strip():
-                text = nxt
+            if not parts:
+                parts.append(nxt)
                 continue
             counts["lines_joined"] += 1
-            head = _word_before_hyphen(text)
+            prev = parts[-1]
+            head = _word_before_hyphen(prev)
             if head:
                 # "self-\nreport", "COVID-\n19": the hyphen stays and no space is
                 # added, unless the document's own spelling says it was a break.
                 cont = _LOWER_START.match(nxt)
                 if cont and vocab is not None and vocab.prefers_joined(head, cont.group()):
                     counts["dehyphenated"] += 1
-                    text = text[:-1] + nxt
-                else:
-                    text += nxt
-                continue
-            text += _joiner(text[-1], nxt[0], text[-2:-1]) + nxt
-        return text
+                    parts[-1] = prev[:-1]
+            else:
+                parts.append(_joiner(prev[-1], nxt[0], prev[-2:-1]))
+            parts.append(nxt)
+        return "".join(parts)
 
 
 def _joiner(last: str, first: str, before_last: str) -> str:
@@ -188,6 +193,11 @@ def _joiner(last: str, first: str, before_last: str) -> str:
     if last in _GLUE_AFTER and before_last and not before_last.isspace():
         return ""
     return " "
+
+
+def _first_word(line: str) -> str:
+    words = line.split(None, 1)
+    return words[0] if words else ""
 
 
 def _word_before_hyphen(text: str) -> str:
