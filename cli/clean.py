@@ -54,9 +54,17 @@ def render(result: CleanResult, fmt: OutputFormat, *, table_html: bool) -> str:
     return render_text(doc, markdown=fmt is OutputFormat.markdown, table_html=table_html)
 
 
-def output_path(out_dir: Path, src: Path, fmt: OutputFormat, is_chat: bool) -> Path:
+def output_path(out_dir: Path, src: Path, fmt: OutputFormat, is_chat: bool, taken: set[Path] | None = None) -> Path:
+    """Where ``src``'s output goes; an input named like an earlier one (a/x.txt, b/x.txt) gets -2, -3..."""
     suffix = ".json" if fmt is OutputFormat.json or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
-    return out_dir / (src.name + suffix if src.suffix.lower() != suffix else src.stem + ".clean" + suffix)
+    stem = src.name if src.suffix.lower() != suffix else src.stem + ".clean"
+    path, n = out_dir / (stem + suffix), 1
+    while taken is not None and path in taken:
+        n += 1
+        path = out_dir / f"{stem}-{n}{suffix}"
+    if taken is not None:
+        taken.add(path)
+    return path
 
 
 def clean(
@@ -114,6 +122,7 @@ def clean(
         output.mkdir(parents=True, exist_ok=True)
 
     reports: list[dict[str, object]] = []
+    written: set[Path] = set()
     failed = 0
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -146,7 +155,8 @@ def clean(
             text = render(result, fmt, table_html=_table_html(config))
             if several:
                 assert output is not None
-                output_path(output, src, fmt, result.document.is_chat).write_text(text + "\n", encoding="utf-8")
+                target = output_path(output, src, fmt, result.document.is_chat, written)
+                target.write_text(text + "\n", encoding="utf-8")
             elif output is not None:
                 output.write_text(text + "\n", encoding="utf-8")
             else:

@@ -97,6 +97,17 @@ def test_a_directory_is_expanded_to_its_supported_files(run, fixtures_dir, tmp_p
     assert (out / "a.clean.txt").read_text(encoding="utf-8") == "first file\n"
 
 
+def test_inputs_with_the_same_name_do_not_overwrite_each_other(run, tmp_path) -> None:
+    for folder, word in (("a", "first"), ("b", "second")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.txt").write_text(f"{word}\u200b notes", encoding="utf-8")
+    out = tmp_path / "out"
+    result = run(str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    texts = {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()}
+    assert texts == {"notes.clean.txt": "first notes\n", "notes.clean-2.txt": "second notes\n"}
+
+
 def test_several_inputs_without_an_output_folder_are_refused(run, fixtures_dir) -> None:
     result = run(str(fixtures_dir / "noisy_upload.txt"), str(fixtures_dir / "chat_history.json"))
     assert result.exit_code == 2
