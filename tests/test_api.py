@@ -88,6 +88,12 @@ def test_report_entries_carry_stage_reason_page_and_text() -> None:
     assert report["stages"][0]["chars_before"] > report["stages"][0]["chars_after"]
 
 
+def test_a_lone_surrogate_in_a_string_is_reported_not_a_crash() -> None:
+    result = docsan.clean_text("half an emoji \ud83d here", CONFIG)
+    assert result.text == "half an emoji here"
+    assert [c.reason.split(":")[0] for c in result.report.changes] == ["replacement character"]
+
+
 def test_stage_options_come_from_configuration() -> None:
     keep = CONFIG.with_overrides(options={"reflow": {"remove_cjk_spaces": False}})
     assert docsan.clean_text("费用 分 类", keep).text == "费用 分 类"
