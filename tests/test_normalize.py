@@ -349,3 +349,11 @@ def test_backspaces_and_dot_leaders_are_gone_from_the_budget_table(corpus_cleane
     assert stats["removed_replacement_character"] > 1000
     assert stats["removed_control_character"] >= 30
     assert "Defense" in result.text
+
+
+def test_cleaning_a_cleaned_corpus_document_changes_nothing(corpus_cleaned) -> None:
+    # Idempotence on real layouts (boxes, fonts, line blocks), not only on strings.
+    for name, result in corpus_cleaned.items():
+        again = docsan.clean_document(result.document, BOTH)
+        assert again.document == result.document, name
+        assert again.report.changes == [], name
