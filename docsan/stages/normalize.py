@@ -49,6 +49,7 @@ _OTHER_SPACES = regex.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
 _SPACE_RUN = regex.compile(r"(?<=[^ \t\n])[ \t]{2,}")
 _BLANK_LINES = regex.compile(r"\n{3,}")
 _LINE_BREAKS = regex.compile(r"\r\n|[\r\x85\u2028\u2029]")
+_ANY_REMOVABLE = regex.compile(rf"[{REMOVABLE}]")
 # See Normalize._ftfy: one class, fullmatch, linear.
 _FTFY_NOT_NEEDED = regex.compile(rf"[\x20-\x7e\n\t{CJK}\u3000\u2013\u2014\u2018\u2019\u201c\u201d\u2026]*")
 # The layout whitespace stripped from line ends; U+3000 included, since an
@@ -271,7 +272,10 @@ class _Cleaner:
                 self.stats["spaces_unified"] += n
             if self.stage.collapse_whitespace:
                 text = self._whitespace(text, keep_indent=keep_indent)
-            if text == before:
+            # Another round only if it could find something: the space steps
+            # are idempotent on their own, so with nothing removable and
+            # nothing for ftfy left the text is already final.
+            if text == before or (_FTFY_NOT_NEEDED.fullmatch(text) and not _ANY_REMOVABLE.search(text)):
                 break
         return text
 

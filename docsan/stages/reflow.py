@@ -124,14 +124,15 @@ class Reflow:
             # Tables keep their grid; furniture is reported as it was found;
             # a fenced code block's lines are code.
             return block.text
-        if is_row_of_pieces(block):
-            # Cells or labels side by side on one printed line: not a wrap.
-            return block.text
         text = block.text
-        if self.remove_cjk_spaces:
+        if self.remove_cjk_spaces and not text.isascii():
             text, n = _CJK_SPACES.subn("", text)
             if n:
                 counts["cjk_spaces_removed"] += n
+        if "\n" not in text or is_row_of_pieces(block):
+            # One line; or cells and labels side by side on one printed line,
+            # which are not a wrap.
+            return text
         if block.kind is BlockKind.HEADING:
             lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
             return self._join_run(lines, vocab, counts) if lines else text
