@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import err_console, error_line, fail, get_config
@@ -65,9 +66,17 @@ def render(result: CleanResult, fmt: OutputFormat, *, table_html: bool) -> str:
     return render_text(doc, markdown=fmt is OutputFormat.markdown, table_html=table_html)
 
 
-def output_path(out_dir: Path, src: Path, fmt: OutputFormat, is_chat: bool) -> Path:
+def output_path(out_dir: Path, src: Path, fmt: OutputFormat, is_chat: bool, taken: set[Path] | None = None) -> Path:
+    """Where ``src``'s output goes; an input named like an earlier one (a/x.txt, b/x.txt) gets -2, -3..."""
     suffix = ".json" if fmt is OutputFormat.json or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
-    return out_dir / (src.name + suffix if src.suffix.lower() != suffix else src.stem + ".clean" + suffix)
+    stem = src.name if src.suffix.lower() != suffix else src.stem + ".clean"
+    path, n = out_dir / (stem + suffix), 1
+    while taken is not None and path in taken:
+        n += 1
+        path = out_dir / f"{stem}-{n}{suffix}"
+    if taken is not None:
+        taken.add(path)
+    return path
 
 
 def clean(
@@ -150,6 +159,7 @@ def clean(
         output.mkdir(parents=True, exist_ok=True)
 
     reports: list[dict[str, object]] = []
+    written: set[Path] = set()
     failed = 0
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -168,13 +178,13 @@ def clean(
                 result = pipeline.run(load(src, config.extract))
             except DocsanError as err:
                 failed += 1
-                progress.console.print(f"[bold red]docsan: error:[/] {err}", highlight=False)
+                progress.console.print(f"[bold red]docsan: error:[/] {escape(str(err))}", highlight=False)
                 progress.advance(task)
                 continue
             except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
                 failed += 1
                 progress.console.print(
-                    f"[bold red]docsan: error:[/] {src}: internal error ({type(err).__name__}: {err})",
+                    f"[bold red]docsan: error:[/] {escape(f'{src}: internal error ({type(err).__name__}: {err})')}",
                     highlight=False,
                 )
                 progress.advance(task)
@@ -182,7 +192,8 @@ def clean(
             text = render(result, fmt, table_html=_table_html(config))
             if several:
                 assert output is not None
-                output_path(output, src, fmt, result.document.is_chat).write_text(text + "\n", encoding="utf-8")
+                target = output_path(output, src, fmt, result.document.is_chat, written)
+                target.write_text(text + "\n", encoding="utf-8")
             elif output is not None:
                 output.parent.mkdir(parents=True, exist_ok=True)
                 output.write_text(text + "\n", encoding="utf-8")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from rich.console import Console
+from rich.markup import escape
 
 from docsan.config import Config, load_config
 from docsan.errors import DocsanError
@@ -16,7 +17,8 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 def error_line(message: str) -> None:
     """Print ``docsan: error: message`` on stderr; the user sees one line, never a traceback."""
-    err_console.print(f"[bold red]docsan: error:[/] {message}", markup=True)
+    # The message is escaped: a file name like "report[v2].pdf" is not markup.
+    err_console.print(f"[bold red]docsan: error:[/] {escape(message)}", markup=True)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -27,4 +27,7 @@ def clean_file(path: str | Path, config: Config | None = None) -> CleanResult:
 
 def clean_text(text: str, config: Config | None = None, *, name: str = "<text>") -> CleanResult:
     """Clean a string as a plain-text document (form feeds are page breaks)."""
-    return clean_document(text_document(text.encode("utf-8"), name), config)
+    # A str can hold lone surrogates (from JSON escapes, say) that UTF-8
+    # cannot encode: they arrive as U+FFFD, which normalize removes and reports.
+    data = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+    return clean_document(text_document(data, name), config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
 import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -88,6 +89,15 @@ def test_mojibake_is_repaired_and_reported() -> None:
     assert change.replacement == "The café\u2019s menu"
 
 
+def test_garbage_from_an_unmapped_font_is_not_rewritten_by_guesswork() -> None:
+    # Text from ibm_redp5110 p3 (a font without a Unicode map): not mojibake
+    # of any encoding, so ftfy must leave it alone, not "repair" fragments.
+    garbage = "rÜñê ÜèßÜü•Üíê †ë Üééê§§ •† Ü\nÆ†£óèÆîèê §†¶£éê †ë êØ°ê£•î§ê"
+    result = normalize(garbage)
+    assert result.text == garbage
+    assert result.report.changes == []
+
+
 def test_ligatures_are_split_unless_disabled() -> None:
     assert normalize("eﬃcient ﬁle").text == "efficient file"
     assert normalize("eﬃcient", fix_ligatures=False).text == "eﬃcient"
@@ -146,6 +156,19 @@ def test_form_feed_inside_a_pdf_block_becomes_a_paragraph_break() -> None:
     result = docsan.clean_document(doc, NORMALIZE)
     assert [b.text for b in result.document.pages[0].blocks] == ["first part", "second part"]
     assert reasons(result) == ["form feed: U+000C ×1"]
+
+
+def test_a_soft_hyphen_at_a_line_end_rejoins_the_word() -> None:
+    result = normalize("the pre\u00ad\nprocessing step, a soft\u00adhyphen")
+    assert result.text == "the preprocessing step, a softhyphen"
+    assert reasons(result) == ["soft hyphen: U+00AD ×2"]
+
+
+def test_long_tag_messages_are_summarised_in_one_line() -> None:
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "abcdefghij")
+    [reason] = reasons(normalize(f"x{hidden}"))
+    assert reason.startswith("tag character: U+E0061 ×1, ") and reason.count("U+") == 6
+    assert '4 more (hidden text "abcdefghij")' in reason
 
 
 def test_line_separators_become_newlines() -> None:
@@ -228,10 +251,8 @@ _FRAGMENTS = st.sampled_from(
         FAMILY,
     ]
 )
-TEXTS = st.lists(st.one_of(_ALPHABET, _FRAGMENTS), max_size=60).map("".join)
-# A PDF text layer can also hold lone surrogates (a str cannot be encoded,
-# so clean_text never sees them; an extractor's Block can).
-BLOCK_TEXTS = st.lists(st.one_of(_ALPHABET, _FRAGMENTS, st.just("\ud83d")), max_size=60).map("".join)
+# Lone surrogates too: a str can hold them (a text layer, JSON escapes).
+TEXTS = st.lists(st.one_of(_ALPHABET, _FRAGMENTS, st.just("\ud83d")), max_size=60).map("".join)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -248,7 +269,7 @@ def test_cleaning_is_idempotent_and_removes_every_invisible_character(text: str)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(BLOCK_TEXTS, min_size=1, max_size=3), min_size=1, max_size=3))
+@given(st.lists(st.lists(TEXTS, min_size=1, max_size=3), min_size=1, max_size=3))
 def test_pdf_blocks_clean_idempotently_and_the_input_is_untouched(pages: list[list[str]]) -> None:
     doc = Document(
         pages=tuple(
@@ -263,3 +284,76 @@ def test_pdf_blocks_clean_idempotently_and_the_input_is_untouched(pages: list[li
         assert forbidden_left(block.text) == []
     twice = docsan.clean_document(once.document, BOTH)
     assert twice.document == once.document
+
+
+# --- the shared corpus --------------------------------------------------------------------------
+
+
+def _text_layer_files(corpus) -> list[str]:
+    manifest = corpus.parent / "MANIFEST.tsv"
+    rows = [line.split("\t") for line in manifest.read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
+    return sorted({r[0] for r in rows if r[3].startswith("yes")})
+
+
+@pytest.fixture(scope="module")
+def corpus_cleaned(corpus) -> dict[str, docsan.CleanResult]:
+    """Every text-layer PDF of the corpus, extracted once (no OCR) and cleaned with normalize + reflow."""
+    config = BOTH.with_overrides(extract={"ocr": "never"})
+    return {name: docsan.clean_file(corpus / name, config) for name in _text_layer_files(corpus)}
+
+
+def test_the_corpus_has_the_text_layer_files_the_manifest_lists(corpus_cleaned) -> None:
+    assert len(corpus_cleaned) >= 20
+    assert {"irs_i1040nr_2007_50p.pdf", "us_budget_fy2013_table_s4_rotated_fffd.pdf"} <= set(corpus_cleaned)
+
+
+def test_no_text_layer_file_keeps_a_removed_code_point(corpus_cleaned) -> None:
+    left = {name: forbidden_left(r.text) for name, r in corpus_cleaned.items()}
+    assert {name: chars for name, chars in left.items() if chars} == {}
+    for name, result in corpus_cleaned.items():
+        assert result.text.strip(), f"{name} cleaned to nothing"
+
+
+def test_every_removed_code_point_of_the_raw_text_is_reported(corpus_cleaned) -> None:
+    # What the extractor delivered, code point by code point, must reappear in
+    # the normalize report: nothing disappears silently.
+    for name, result in corpus_cleaned.items():
+        raw = {f"U+{ord(c):04X}" for c in _FORBIDDEN.findall(_ALLOWED.sub("", result.original.text))}
+        reported = " ".join(c.reason for c in result.report.stage("normalize").changes)
+        assert {cp for cp in raw if cp not in reported} == set(), name
+
+
+@pytest.mark.parametrize(
+    ("name", "page"),
+    [
+        # The manifest: "some U+0002-0004 control chars in text".
+        ("irs_i1040nr_2007_50p.pdf", None),
+        # p3: a font without ToUnicode, "plus U+0001/U+0002 controls".
+        ("ibm_redp5110_sampled_18p.pdf", 3),
+    ],
+)
+def test_the_files_the_manifest_marks_with_control_characters_have_them_removed(corpus_cleaned, name, page) -> None:
+    # PyMuPDF's plain text has the controls themselves; its span ("dict")
+    # output turns them into U+FFFD. Either way they are removed and reported.
+    result = corpus_cleaned[name]
+    changes = result.report.stage("normalize").changes
+    hits = [c for c in changes if c.reason.startswith(("control character", "replacement character"))]
+    assert hits
+    if page is not None:
+        assert page in {c.page for c in hits}
+
+
+def test_backspaces_and_dot_leaders_are_gone_from_the_budget_table(corpus_cleaned) -> None:
+    result = corpus_cleaned["us_budget_fy2013_table_s4_rotated_fffd.pdf"]
+    stats = result.report.stage("normalize").stats
+    assert stats["removed_replacement_character"] > 1000
+    assert stats["removed_control_character"] >= 30
+    assert "Defense" in result.text
+
+
+def test_cleaning_a_cleaned_corpus_document_changes_nothing(corpus_cleaned) -> None:
+    # Idempotence on real layouts (boxes, fonts, line blocks), not only on strings.
+    for name, result in corpus_cleaned.items():
+        again = docsan.clean_document(result.document, BOTH)
+        assert again.document == result.document, name
+        assert again.report.changes == [], name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import docsan
-from docsan import Block, BlockKind, Document, DocumentKind, Page, Source, Table
+from docsan import BBox, Block, BlockKind, Document, DocumentKind, Page, Source, Table
 from docsan.config import Config
 from docsan.extract import load
 from docsan.stages.reflow import Reflow
@@ -69,6 +69,13 @@ def test_list_items_and_indented_lines_start_their_own_line() -> None:
         "（一）重复段落和页眉页脚在每一页上都会出现",
         "第三条　清洗管道在模型前运行，去除控制字符",
     ]
+
+
+def test_a_colon_or_a_contents_entry_ends_its_line() -> None:
+    intro = "The following commands can be used to work with function usage IDs:\nWork Function Usage (WRKFCNUSG)"
+    assert reflowed(intro) == [intro]
+    contents = "Chemotherapy " + "." * 40 + " 39\nRadiotherapy " + "." * 40 + " 41"
+    assert reflowed(contents) == [contents]
 
 
 def test_lines_of_a_narrow_block_are_kept() -> None:
@@ -158,6 +165,56 @@ def test_joining_cjk_to_a_number_keeps_them_apart() -> None:
     # A table row the extractor saw as lines: "公司2,078,800" would merge two cells.
     row = reflowed("中央汇金资产管理有限责任公司\n2,078,800 人民币普通股")
     assert row == ["中央汇金资产管理有限责任公司 2,078,800 人民币普通股"]
+
+
+# --- paragraphs stored one line per block ------------------------------------------------------
+
+LINE = 14.0  # line pitch of the blocks below, 10 pt type
+
+
+def line_block(text: str, y: float, x0: float = 50.0, x1: float = 350.0) -> Block:
+    return Block(text, source=Source.TEXT_LAYER, bbox=BBox(x0, y, x1, y + 10), font_size=10.0)
+
+
+def test_line_blocks_of_one_paragraph_are_merged_and_joined() -> None:
+    lines = [
+        line_block("项目描述：负责电站引水隧洞爆破方案优化设计及爆破震动监测工", 100),
+        line_block("作。沟通协调业主、监理和施工三方人员，开展现场爆破试验七场", 100 + LINE),
+        line_block("次，成功解决了工程难题。", 100 + 2 * LINE, x1=170),
+        # A paragraph gap, then the next entry.
+        line_block("2020.01 - 2020.05", 100 + 4 * LINE, x1=140),
+    ]
+    doc = Document(pages=(Page(1, tuple(lines)),), kind=DocumentKind.PDF)
+    result = docsan.clean_document(doc, REFLOW)
+    texts = [b.text for b in result.document.pages[0].blocks]
+    assert texts == [
+        "项目描述：负责电站引水隧洞爆破方案优化设计及爆破震动监测工作。沟通协调业主、监理和施工三方人员，"
+        "开展现场爆破试验七场次，成功解决了工程难题。",
+        "2020.01 - 2020.05",
+    ]
+    [change] = result.report.changes
+    assert "blocks merged 2" in change.reason and "lines joined 2" in change.reason
+    assert change.text == "\n\n".join(b.text for b in lines[:3])
+    assert docsan.clean_document(result.document, REFLOW).report.changes == []
+
+
+def test_line_blocks_in_other_columns_or_after_a_short_line_stay_apart() -> None:
+    blocks = (
+        line_block("A short line that ends its paragraph.", 100, x1=200),
+        line_block("The next paragraph starts right below it and runs the full", 100 + LINE),
+        line_block("width of the column, like the line before it in this column.", 200, x0=400, x1=700),
+    )
+    doc = Document(pages=(Page(1, blocks),), kind=DocumentKind.PDF)
+    assert docsan.clean_document(doc, REFLOW).document == doc
+
+
+def test_zh_resume_lines_stored_as_blocks_become_paragraphs(corpus) -> None:
+    doc = load(corpus / "zh_resume_near_duplicate_paragraphs_2p.pdf", docsan.ExtractConfig(ocr="never"))
+    result = docsan.clean_document(doc, BOTH)
+    assert result.report.stage("reflow").stats["blocks_merged"] > 5
+    # A sentence the PDF split over two line blocks ("…监测工" / "作。…") is whole again.
+    phrase = "爆破震动监测工作。"
+    assert result.text.count(phrase) > sum(b.text.replace("\n", "").count(phrase) for _, b in doc.blocks())
 
 
 # --- options and the real corpus ------------------------------------------------------------

@@ -37,10 +37,22 @@ def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
         known = ", ".join(REGISTRY)
         raise ConfigError(f"unknown stage {name!r} (known: {known})") from None
     module_name, cls_name = target.split(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
+    try:
+        cls = getattr(importlib.import_module(module_name), cls_name)
+    except ModuleNotFoundError as err:
+        # A reserved name whose module is not installed in this build: a
+        # configuration problem the user can fix, not a crash.
+        if err.name != module_name:
+            raise
+        raise ConfigError(f"stage {name!r} is not available in this build of docsan") from None
     try:
         return cls(**(options or {}))
-    except (TypeError, ValidationError) as err:
+    except ValidationError as err:
+        # Name the offending option; pydantic's first line only names the class.
+        first = err.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"stage {name!r}: bad option {where}: {first['msg']}") from None
+    except TypeError as err:
         raise ConfigError(f"stage {name!r}: bad options: {str(err).splitlines()[0]}") from None
 
 

@@ -2,20 +2,21 @@
 
 Runs first so every later stage compares clean text. Three steps per block:
 
-1. ftfy repairs mojibake with a CJK-safe configuration (see :meth:`Normalize.ftfy_config`).
-2. Invisible characters are removed (:mod:`docsan.stages.charclass`): controls,
+1. Invisible characters are removed (:mod:`docsan.stages.charclass`): controls,
    zero-width and bidi characters, tag characters, soft hyphens, U+FFFD. They
    are how hidden instructions are smuggled into prompts, so each removal is
    reported, grouped per block and per character class. Two emoji sequences
    need them and keep them: a ZWJ between two emoji (👨‍👩‍👧) and the tag
    characters of the subdivision flags (England, Scotland, Wales).
    A form feed inside a block splits the block: the layout meant a break.
+2. ftfy repairs mojibake, line by line, with a CJK-safe configuration (see
+   :meth:`Normalize.ftfy_config`).
 3. Whitespace: other Unicode spaces become ASCII spaces, runs collapse to one,
    trailing spaces go, blank-line runs shrink to one paragraph break.
 
 The steps are repeated until the text stops changing (at most a few rounds):
 removing a control character or folding an NBSP can bring two halves of a
-mojibake sequence together, and ftfy's lossy-sequence repair can emit U+FFFD.
+mojibake sequence together, and a repaired sequence can decode to a control.
 This is what makes the stage idempotent.
 """
 
@@ -47,6 +48,8 @@ _OTHER_SPACES = regex.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
 # Fixed-width lookbehind, one greedy class: linear.
 _SPACE_RUN = regex.compile(r"(?<=[^ \t\n])[ \t]{2,}")
 _BLANK_LINES = regex.compile(r"\n{3,}")
+_LINE_BREAKS = regex.compile(r"\r\n|[\r\x85\u2028\u2029]")
+_ANY_REMOVABLE = regex.compile(rf"[{REMOVABLE}]")
 # See Normalize._ftfy: one class, fullmatch, linear.
 _FTFY_NOT_NEEDED = regex.compile(rf"[\x20-\x7e\n\t{CJK}\u3000\u2013\u2014\u2018\u2019\u201c\u201d\u2026]*")
 # The layout whitespace stripped from line ends; U+3000 included, since an
@@ -60,6 +63,9 @@ _LAYOUT_SOURCES = frozenset({Source.TEXT_LAYER, Source.OCR, Source.TABLE_EXTRACT
 # changes nothing (and stops) or removes characters, so this only bounds the
 # pathological case.
 _MAX_ROUNDS = 4
+# Code points listed by name in one report line before the rest is summed up
+# (a hidden message in tag characters uses dozens).
+_MAX_LISTED = 6
 
 
 def _flag_pattern(flags: tuple[str, ...]) -> str:
@@ -75,6 +81,12 @@ def _invisible_pattern(flags: tuple[str, ...]) -> regex.Pattern[str]:
     return regex.compile(
         rf"(?P<flag>{_flag_pattern(flags)})"
         rf"|(?P<zwj>(?<={emoji_before})\u200d(?=\p{{Extended_Pictographic}}))"
+        # A soft hyphen at a line end is a word break the layout used: the
+        # word continues on the next line, so the line break goes with it.
+        r"|(?P<drop>\u00ad\n)"
+        # An ANSI terminal escape (colour codes in pasted logs): the whole
+        # sequence, not just its ESC, or "[31m" would be left in the text.
+        r"|(?P<drop>\x1b\[[0-9;]{0,32}[A-Za-z])"
         rf"|(?P<drop>[{REMOVABLE}])"
     )
 
@@ -123,18 +135,32 @@ class Normalize:
           unescaping would turn it into markup the document never had.
         - ``fix_c1_controls=False``: C1 controls are removed and reported by
           this stage rather than guessed into Windows-1252 punctuation.
+        - ``remove_terminal_escapes=False``: this stage removes ANSI escape
+          sequences itself, before ftfy runs, so that U+FFFD and controls are
+          gone before ftfy looks (its "sloppy" codecs read U+FFFD as byte
+          0x1A and would report a repair that was only a removal).
         - ``remove_control_chars=False``: this stage removes controls itself,
           so each removal is reported, and ftfy's list would also strip the
           tag characters of emoji flags.
-        - ``restore_byte_a0=False``: reading an ordinary space as a lost NBSP
-          byte is ftfy's main false-positive source, and reflow creates new
-          "X Y" adjacencies when it joins lines.
+        - ``restore_byte_a0=False`` and ``decode_inconsistent_utf8=False``:
+          both repair fragments that do not decode as a whole, which is where
+          ftfy guesses. On the corpus (ibm_redp5110 p3, a font without a
+          Unicode map) the fragment repair turned garbage into different
+          garbage ("ì£" -> "죆"); and it reads "Â " as a lost NBSP, so a line
+          ending in "Â" would be "repaired" only after reflow joined it to the
+          next line, breaking idempotence. Whole-segment mojibake
+          ("cafÃ© teamâ€™s") is still repaired.
+        - ``replace_lossy_sequences=False``: it turns would-be mojibake with a
+          "?" in it into U+FFFD, which this stage then deletes: text would be
+          lost on a guess.
         """
         return ftfy.TextFixerConfig(
             unescape_html=False,
-            remove_terminal_escapes=True,
+            remove_terminal_escapes=False,
             fix_encoding=self.fix_mojibake,
             restore_byte_a0=False,
+            replace_lossy_sequences=False,
+            decode_inconsistent_utf8=False,
             fix_c1_controls=False,
             fix_latin_ligatures=self.fix_ligatures,
             fix_character_width=False,
@@ -168,7 +194,7 @@ class _Tally:
     def drop(self, match: regex.Match[str]) -> str:
         if match.group("drop") is None:
             return match.group()
-        char = match.group()
+        char = match.group()[0]
         self.removed[char] += 1
         if 0xE0020 <= ord(char) <= 0xE007E:
             # Tag characters spell ASCII (U+E0041 is "A"): keep the message they hid for the report.
@@ -231,19 +257,25 @@ class _Cleaner:
             # A cell has no paragraphs: a form feed there is just a stray control.
             tally.removed["\x0c"] += text.count("\x0c")
             text = text.replace("\x0c", " ")
+        # Line breaks first (CR LF, CR, NEL, U+2028/9): NEL is a C1 control
+        # but means a new line, and must not be removed as one.
+        text = _LINE_BREAKS.sub("\n", text)
         # Repeated to a fixed point: removing a control character or folding
         # an NBSP can complete a mojibake sequence ftfy did not see before.
         for _ in range(_MAX_ROUNDS):
             before = text
-            text = self._ftfy(text, tally.fixes)
             if self.stage.remove_invisible:
                 text = self.pattern.sub(tally.drop, text)
+            text = self._ftfy(text, tally.fixes)
             if self.stage.unify_spaces:
                 text, n = _OTHER_SPACES.subn(" ", text)
                 self.stats["spaces_unified"] += n
             if self.stage.collapse_whitespace:
                 text = self._whitespace(text, keep_indent=keep_indent)
-            if text == before:
+            # Another round only if it could find something: the space steps
+            # are idempotent on their own, so with nothing removable and
+            # nothing for ftfy left the text is already final.
+            if text == before or (_FTFY_NOT_NEEDED.fullmatch(text) and not _ANY_REMOVABLE.search(text)):
                 break
         return text
 
@@ -255,11 +287,19 @@ class _Cleaner:
         # box-drawing or other symbol character outside this set.
         if _FTFY_NOT_NEEDED.fullmatch(text):
             return text
-        fixed, steps = ftfy.fix_and_explain(text, self.config)
-        if fixed != text:
-            self.stats["ftfy_fixes"] += 1
-            fixes.extend(f"{s.action} {s.parameter}" for s in steps or [])
-        return fixed
+        # Line by line, as ftfy.fix_text does: whether a segment decodes
+        # depends on all of it, and reflow and the text loader later regroup
+        # lines into other segments. A line is the unit that stays the same.
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if _FTFY_NOT_NEEDED.fullmatch(line):
+                continue
+            fixed, steps = ftfy.fix_and_explain(line, self.config)
+            if fixed != line:
+                self.stats["ftfy_fixes"] += 1
+                fixes.extend(f"{s.action} {s.parameter}" for s in steps or [])
+                lines[i] = fixed
+        return "\n".join(lines)
 
     def _whitespace(self, text: str, *, keep_indent: bool) -> str:
         # The run pattern's lookbehind skips line-leading indentation; the
@@ -281,9 +321,17 @@ class _Cleaner:
         for char, n in tally.removed.items():
             by_class.setdefault(invisible_class(char), Counter())[char] = n
         for cls, chars in by_class.items():
-            counts = ", ".join(f"U+{ord(c):04X} ×{n}" for c, n in sorted(chars.items()))
-            extra = f' (hidden text "{"".join(tally.tags)[:200]}")' if cls == "tag character" and tally.tags else ""
-            reason = f"{cls}: {counts}{extra}"
+            reason = f"{cls}: {_counts(chars)}"
+            if cls == "tag character" and tally.tags:
+                reason += f' (hidden text "{"".join(tally.tags)[:200]}")'
             self.changes.append(Change("normalize", reason, page.number, before, after))
             self.stats[f"removed_{cls.replace(' ', '_').replace('-', '_')}"] += sum(chars.values())
             self.stats["chars_removed"] += sum(chars.values())
+
+
+def _counts(chars: Counter[str]) -> str:
+    """Per code point (``U+0002 ×3, U+0004 ×1``), the most frequent few; a total for the rest."""
+    top = sorted(chars.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"U+{ord(c):04X} ×{n}" for c, n in sorted(top[:_MAX_LISTED]))
+    rest = sum(n for _, n in top[_MAX_LISTED:])
+    return f"{shown} and {rest} more" if rest else shown

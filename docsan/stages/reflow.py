@@ -1,8 +1,9 @@
 """The reflow stage: join the lines a PDF layout broke back into paragraphs.
 
 Within a block, a line break is removed ("joined") when it looks like a wrap:
-the line before it is near the block's full width and the line after it does
-not start something of its own (a list item, an indented or Markdown line).
+the line before it is near the block's full width and does not end in a
+colon or a table-of-contents page number, and the line after it does not start something of its own (a list
+item, an indented or Markdown line).
 A short line ends a paragraph; that break becomes a blank line, so that
 running the stage again sees two paragraphs and joins nothing more (the
 stage is idempotent: after one pass every remaining single line break sits
@@ -26,6 +27,7 @@ from pydantic.dataclasses import dataclass
 from docsan.model import Block, BlockKind, Document, Source
 from docsan.report import Change, StageResult
 from docsan.stages.charclass import CJK, display_width
+from docsan.stages.lineblocks import is_row_of_pieces, merge_line_blocks
 
 _CJK_CHAR = regex.compile(rf"[{CJK}]")
 _CJK_PUNCT = regex.compile(r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60]")
@@ -53,7 +55,10 @@ _HYPHENS = ("-", "\u2010")
 # The lowercase fragment that continues a word broken at a line end.
 _LOWER_START = regex.compile(r"\p{Ll}+")
 _WORD = regex.compile(r"\p{L}+")
-_HYPHENATED = regex.compile(r"\p{L}+[-\u2010]\p{L}+")
+# Starts only at a word's first letter and takes the letters possessively:
+# a plain "\p{L}+-\p{L}+" retries from every letter of a long word that is
+# not followed by a hyphen, which is quadratic.
+_HYPHENATED = regex.compile(r"(?<!\p{L})\p{L}++[-\u2010]\p{L}+")
 
 
 @dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -77,6 +82,9 @@ class Reflow:
     # chat are included because uploads are often hard-wrapped; indentation,
     # list markers and code fences protect their real structure.
     join_sources: tuple[Source, ...] = (Source.TEXT_LAYER, Source.OCR, Source.PLAIN_TEXT, Source.CHAT)
+    # Put back together paragraphs whose lines the PDF stored as separate
+    # blocks, one line each (see lineblocks.py); only geometry decides.
+    merge_line_blocks: bool = True
     # Drop a line-end hyphen when the document spells the joined word
     # without one elsewhere ("pre-\nprocessing" + "preprocessing" seen).
     dehyphenate: bool = True
@@ -93,14 +101,18 @@ class Reflow:
         pages = []
         for page in doc.pages:
             blocks = []
-            for block in page.blocks:
+            groups = merge_line_blocks(page.blocks) if self.merge_line_blocks else [(b, (b,)) for b in page.blocks]
+            for block, sources in groups:
                 counts: Counter[str] = Counter()
+                if len(sources) > 1:
+                    counts["blocks_merged"] += len(sources) - 1
                 text = self.block_text(block, vocab, counts)
-                if text != block.text:
+                if counts:
                     stats["blocks_reflowed"] += 1
                     stats.update(counts)
                     reason = "reflow: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()))
-                    changes.append(Change(self.name, reason, page.number, block.text, text))
+                    before = "\n\n".join(b.text for b in sources)
+                    changes.append(Change(self.name, reason, page.number, before, text))
                     block = block.with_text(text)
                 blocks.append(block)
             pages.append(page.with_blocks(blocks) if blocks != list(page.blocks) else page)
@@ -113,10 +125,14 @@ class Reflow:
             # a fenced code block's lines are code.
             return block.text
         text = block.text
-        if self.remove_cjk_spaces:
+        if self.remove_cjk_spaces and not text.isascii():
             text, n = _CJK_SPACES.subn("", text)
             if n:
                 counts["cjk_spaces_removed"] += n
+        if "\n" not in text or is_row_of_pieces(block):
+            # One line; or cells and labels side by side on one printed line,
+            # which are not a wrap.
+            return text
         if block.kind is BlockKind.HEADING:
             lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
             return self._join_run(lines, vocab, counts) if lines else text
@@ -133,11 +149,11 @@ class Reflow:
         out: list[str] = []
         run = [lines[0]]
         for prev_width, line in zip(widths, lines[1:], strict=False):
-            if line[:1].isspace() or _STARTS_ITEM.match(line):
+            if line[:1].isspace() or _STARTS_ITEM.match(line) or _ends_own_line(run[-1]):
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n")
                 run = [line]
-            elif prev_width + 1 + display_width(line.split(None, 1)[0]) <= self.fit_ratio * widest:
+            elif prev_width + 1 + display_width(_first_word(line)) <= self.fit_ratio * widest:
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n\n")
                 counts["paragraph_breaks"] += 1
@@ -149,28 +165,30 @@ class Reflow:
 
     def _join_run(self, lines: list[str], vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """Join lines that belong to one paragraph; the first keeps its indentation."""
-        text = lines[0].rstrip()
-        for line in lines[1:]:
-            nxt = line.strip()
-            if not nxt:
+        # Pieces collected in a list: repeated str concatenation is quadratic
+        # on a paragraph of thousands of lines.
+        parts: list[str] = []
+        for line in lines:
+            nxt = line.strip() if parts else line.rstrip()
+            if not nxt.strip():
                 continue
-            if not text.strip():
-                text = nxt
+            if not parts:
+                parts.append(nxt)
                 continue
             counts["lines_joined"] += 1
-            head = _word_before_hyphen(text)
+            prev = parts[-1]
+            head = _word_before_hyphen(prev)
             if head:
                 # "self-\nreport", "COVID-\n19": the hyphen stays and no space is
                 # added, unless the document's own spelling says it was a break.
                 cont = _LOWER_START.match(nxt)
                 if cont and vocab is not None and vocab.prefers_joined(head, cont.group()):
                     counts["dehyphenated"] += 1
-                    text = text[:-1] + nxt
-                else:
-                    text += nxt
-                continue
-            text += _joiner(text[-1], nxt[0], text[-2:-1]) + nxt
-        return text
+                    parts[-1] = prev[:-1]
+            else:
+                parts.append(_joiner(prev[-1], nxt[0], prev[-2:-1]))
+            parts.append(nxt)
+        return "".join(parts)
 
 
 def _joiner(last: str, first: str, before_last: str) -> str:
@@ -188,6 +206,24 @@ def _joiner(last: str, first: str, before_last: str) -> str:
     if last in _GLUE_AFTER and before_last and not before_last.isspace():
         return ""
     return " "
+
+
+def _ends_own_line(line: str) -> bool:
+    """A line that ends so that the next one starts afresh, however full it is.
+
+    An introduction ending in a colon (a list follows), and a table-of-contents
+    entry: dot leaders and a page number ("Chemotherapy......39").
+    """
+    text = line.rstrip()
+    if text.endswith((":", "：")):
+        return True
+    head = text.rstrip("0123456789ivxlcIVXLC").rstrip()
+    return len(text) - len(head) <= 8 and head.endswith(("...", "…", "···", "・・・"))
+
+
+def _first_word(line: str) -> str:
+    words = line.split(None, 1)
+    return words[0] if words else ""
 
 
 def _word_before_hyphen(text: str) -> str:

@@ -1,0 +1,126 @@
+"""Regroup PDF blocks that hold one line each into the paragraphs they came from.
+
+Some PDF producers write every line as its own text object, so PyMuPDF
+returns one block per line (``zh_resume_near_duplicate_paragraphs_2p.pdf``:
+each line of a Chinese paragraph is a block). Reflow joins lines *within* a
+block; this module first puts such line blocks back together, using only
+their geometry, so reflow can treat them like any other paragraph.
+
+A block continues the one before it when all of this holds:
+
+- both are text blocks from a PDF layout (text layer or OCR) with a box and
+  a font size, holding one line of text that is one line on the page too
+  (the box at most 1.6 font sizes tall);
+- same font size (within 10%), the same left edge (within 0.3 font sizes),
+  and the next line starts below, less than 0.8 font sizes further down (a
+  paragraph gap is wider; a cell beside it on the same row is not below);
+- the earlier line is full: it ends within two font sizes (two CJK
+  characters, about four Latin ones) of the column's right edge, the widest
+  line starting at that left edge.
+
+Apart from "one line of text", every test is geometry: reflow rewrites the
+text between two runs, the boxes stay (and reflow never joins the pieces of a
+one-row block, so that test stays too). Only one-line boxes merge and a
+merged block is several lines tall, so a second pass merges nothing new: the
+regrouping is idempotent. Ragged-right
+lines that end early are not merged (safe: they stay separate blocks as the
+extractor gave them); a paragraph's indented first line stays its own block.
+"""
+
+from __future__ import annotations
+
+from docsan.model import BBox, Block, BlockKind, Source
+
+_LAYOUT = frozenset({Source.TEXT_LAYER, Source.OCR})
+# In font sizes; see the module docstring.
+_SINGLE_LINE = 1.6
+_MAX_GAP = 0.8
+_ALIGN = 0.3
+_SAME_SIZE = 0.1
+_FULL = 2.0
+
+
+def merge_line_blocks(blocks: tuple[Block, ...]) -> list[tuple[Block, tuple[Block, ...]]]:
+    """Each output block with the input blocks it was made of (itself alone when unmerged)."""
+    edges = _right_edges(blocks)
+    groups: list[list[Block]] = []
+    for block in blocks:
+        if groups and _continues(groups[-1][-1], block, edges):
+            groups[-1].append(block)
+        else:
+            groups.append([block])
+    return [(_merged(g), tuple(g)) for g in groups]
+
+
+def _usable(block: Block) -> bool:
+    # One printed line holding one piece of text: a one-row block with several
+    # lines is cells side by side (a table row), not a line of a paragraph.
+    return (
+        block.kind is BlockKind.TEXT
+        and block.source in _LAYOUT
+        and block.bbox is not None
+        and bool(block.font_size)
+        and block.bbox.height <= _SINGLE_LINE * (block.font_size or 0.0)
+        and bool(block.text.strip())
+        and "\n" not in block.text.strip()
+    )
+
+
+def is_row_of_pieces(block: Block) -> bool:
+    """A block one text line tall holding several lines: pieces side by side, e.g. table cells."""
+    return (
+        block.bbox is not None
+        and bool(block.font_size)
+        and "\n" in block.text.strip()
+        and block.bbox.height <= _SINGLE_LINE * (block.font_size or 0.0)
+    )
+
+
+def _right_edges(blocks: tuple[Block, ...]) -> dict[int, float]:
+    """The widest right edge of the text blocks, per left edge rounded to a point.
+
+    A lookup table rather than a scan of the page per pair of blocks, which
+    would be quadratic on a page of thousands of line blocks.
+    """
+    # Every text block counts, not only mergeable ones: a merged block must
+    # leave the column's edge where it was, or a second pass would judge
+    # "full" against a different edge.
+    edges: dict[int, float] = {}
+    for b in blocks:
+        if b.kind is BlockKind.TEXT and b.source in _LAYOUT and b.bbox is not None:
+            key = round(b.bbox.x0)
+            edges[key] = max(edges.get(key, b.bbox.x1), b.bbox.x1)
+    return edges
+
+
+def _continues(prev: Block, nxt: Block, edges: dict[int, float]) -> bool:
+    if not (_usable(prev) and _usable(nxt)):
+        return False
+    assert prev.bbox is not None and nxt.bbox is not None and prev.font_size and nxt.font_size
+    size = prev.font_size
+    if abs(nxt.font_size - size) > _SAME_SIZE * size:
+        return False
+    left = nxt.bbox.x0
+    if abs(prev.bbox.x0 - left) > _ALIGN * size:
+        return False
+    if not -_ALIGN * size <= nxt.bbox.y0 - prev.bbox.y1 <= _MAX_GAP * size:
+        return False
+    reach = _ALIGN * size
+    right = max(edges.get(k, left) for k in range(round(left - reach), round(left + reach) + 1))
+    return prev.bbox.x1 >= right - _FULL * size
+
+
+def _merged(group: list[Block]) -> Block:
+    if len(group) == 1:
+        return group[0]
+    boxes = [b.bbox for b in group if b.bbox is not None]
+    bbox = BBox(
+        min(b.x0 for b in boxes),
+        min(b.y0 for b in boxes),
+        max(b.x1 for b in boxes),
+        max(b.y1 for b in boxes),
+    )
+    size = max(b.font_size or 0.0 for b in group)
+    return Block(
+        "\n".join(b.text for b in group), kind=group[0].kind, source=group[0].source, bbox=bbox, font_size=size
+    )

@@ -1,0 +1,107 @@
+"""The library entry points: typed results, an untouched input, a report a user can audit."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import docsan
+from docsan import Block, CleanResult, Config, Document, DocumentKind, InputError, Page, Report, Source
+from docsan.report import Change, StageReport
+
+CONFIG = Config(stages=("normalize", "reflow"))
+
+
+def test_clean_text_returns_a_typed_result() -> None:
+    result = docsan.clean_text("第三季度 营业 收入\u200b\n\nSecond\x02 paragraph.", CONFIG)
+    assert isinstance(result, CleanResult)
+    assert isinstance(result.original, Document) and isinstance(result.document, Document)
+    assert isinstance(result.report, Report)
+    assert result.text == "第三季度营业收入\n\nSecond paragraph."
+    assert [s.stage for s in result.report.stages] == ["normalize", "reflow"]
+    assert all(isinstance(s, StageReport) for s in result.report.stages)
+    assert all(isinstance(c, Change) for c in result.report.changes)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("bilingual_report.pdf", DocumentKind.PDF),
+        ("noisy_upload.txt", DocumentKind.TEXT),
+        ("chat_history.json", DocumentKind.CHAT),
+    ],
+)
+def test_clean_file_reads_each_supported_kind(fixtures_dir, name, kind) -> None:
+    config = CONFIG.with_overrides(extract={"ocr": "never"})
+    result = docsan.clean_file(fixtures_dir / name, config)
+    assert result.document.kind is kind
+    assert result.report.source == str(fixtures_dir / name)
+    assert result.text.strip()
+
+
+def test_the_original_document_is_never_modified(fixtures_dir) -> None:
+    config = CONFIG.with_overrides(extract={"ocr": "never"})
+    result = docsan.clean_file(fixtures_dir / "noisy_upload.txt", config)
+    fresh = docsan.clean_file(fixtures_dir / "noisy_upload.txt", Config(stages=())).original
+    assert result.original == fresh
+    assert result.original != result.document
+    # The noise is still in the original: the audit can show what was there.
+    assert "\u200b" in result.original.text and "\u200b" not in result.document.text
+
+
+def test_clean_document_leaves_a_hand_built_document_as_it_was() -> None:
+    doc = Document(
+        pages=(
+            Page(1, (Block("pre-\nprocessing\u00ad text\x0cnext", source=Source.TEXT_LAYER),)),
+            Page(2, (Block("费用 分 类\u202e", source=Source.OCR),), ocr=True),
+        ),
+        kind=DocumentKind.PDF,
+        name="hand.pdf",
+    )
+    snapshot = copy.deepcopy(doc)
+    result = docsan.clean_document(doc, CONFIG)
+    assert doc == snapshot
+    assert result.original is doc
+    assert result.document.pages[1].ocr is True
+    assert result.document.pages[1].blocks[0].text == "费用分类"
+
+
+def test_report_entries_carry_stage_reason_page_and_text() -> None:
+    text = "page one has a zero\u200bwidth space\x0cpage two has a bidi\u202e override"
+    result = docsan.clean_text(text, CONFIG)
+    by_page = {c.page: c for c in result.report.changes}
+    assert by_page[1].stage == "normalize"
+    assert by_page[1].reason == "zero-width character: U+200B ×1"
+    assert by_page[1].text == "page one has a zero\u200bwidth space"
+    assert by_page[1].replacement == "page one has a zerowidth space"
+    assert by_page[2].reason == "bidirectional control: U+202E ×1"
+    assert by_page[2].to_dict() == {
+        "stage": "normalize",
+        "reason": "bidirectional control: U+202E ×1",
+        "page": 2,
+        "text": "page two has a bidi\u202e override",
+        "replacement": "page two has a bidi override",
+    }
+    report = result.report.to_dict()
+    assert report["stages"][0]["stats"]["chars_removed"] == 2
+    assert report["stages"][0]["chars_before"] > report["stages"][0]["chars_after"]
+
+
+def test_a_lone_surrogate_in_a_string_is_reported_not_a_crash() -> None:
+    result = docsan.clean_text("half an emoji \ud83d here", CONFIG)
+    assert result.text == "half an emoji here"
+    assert [c.reason.split(":")[0] for c in result.report.changes] == ["replacement character"]
+
+
+def test_stage_options_come_from_configuration() -> None:
+    keep = CONFIG.with_overrides(options={"reflow": {"remove_cjk_spaces": False}})
+    assert docsan.clean_text("费用 分 类", keep).text == "费用 分 类"
+    assert docsan.clean_text("费用 分 类", CONFIG).text == "费用分类"
+
+
+def test_unreadable_input_raises_an_input_error(corpus) -> None:
+    with pytest.raises(InputError) as info:
+        docsan.clean_file(corpus / "broken_encrypted_userpw_4p.pdf", CONFIG)
+    assert info.value.name.endswith("broken_encrypted_userpw_4p.pdf")
+    assert "encrypted" in info.value.problem
