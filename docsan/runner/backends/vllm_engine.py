@@ -8,8 +8,10 @@ without the 'engine' extra.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,11 @@ def prepare_env() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     # vLLM's INFO/WARNING lines (thread binding, tcmalloc hints) would drown the answer on a terminal.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    # torch's C++ and Python loggers add "Triton not available" and NUMA lines for the same reason.
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    logging.getLogger("torch").setLevel(logging.ERROR)
+    # vLLM touches a deprecated torch.distributed name at import; the warning is theirs, not the user's.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm(\.|$)")
 
 
 class VllmEngine:
@@ -36,7 +43,8 @@ class VllmEngine:
             raise RunnerError(f"the vLLM engine is not installed ({err}): install docsan's 'engine' extra") from None
         t0 = time.perf_counter()
         try:
-            self.llm = LLM(**llm_kwargs)
+            # No weight-loading progress bar: the answer is what the terminal is for.
+            self.llm = LLM(**{"use_tqdm_on_load": False, **llm_kwargs})
         except Exception as err:  # noqa: BLE001 - vLLM raises many types; the user needs one line
             raise RunnerError(f"vLLM could not start: {type(err).__name__}: {err}") from None
         self.start_seconds = time.perf_counter() - t0
