@@ -197,7 +197,7 @@ def _with_tables(page: pymupdf.Page, found: PageText, boxes: list[TextBox], draf
     return [b for b in kept if b is not None]
 
 
-def _visible_chars(page: pymupdf.Page, clip: Rect) -> list[tuple[str, float, float, float]]:
+def _visible_chars(page: pymupdf.Page, clip: Rect) -> list[tables.Char]:
     """Characters inside ``clip`` with their centres (one rawdict pass, clipped to the table)."""
     data = page.get_text("rawdict", flags=layout.TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS, clip=clip)
     out = []
@@ -209,7 +209,7 @@ def _visible_chars(page: pymupdf.Page, clip: Rect) -> list[tuple[str, float, flo
                     continue
                 for ch in span["chars"]:
                     x0, y0, x1, y1 = ch["bbox"]
-                    out.append((ch["c"], (x0 + x1) / 2, (y0 + y1) / 2, line_y))
+                    out.append((ch["c"], x0, x1, (y0 + y1) / 2, line_y, y1 - y0))
     return out
 
 

@@ -210,28 +210,45 @@ def _clusters(ys: list[float], gap: float) -> list[float]:
     return out
 
 
-def fill(grid: Grid, chars: list[tuple[str, float, float, float]]) -> Table:
+# A character: (text, x0, x1, y-centre, y-centre of its line, height).
+Char = tuple[str, float, float, float, float, float]
+# A gap between two characters wider than this share of the line height is a word space
+# (files that position words instead of drawing space characters).
+WORD_GAP = 0.25
+
+
+def _line_text(chs: list[tuple[float, float, float, str]]) -> str:
+    out: list[str] = []
+    prev_x1 = None
+    for x0, x1, height, c in sorted(chs):
+        if prev_x1 is not None and x0 - prev_x1 > WORD_GAP * height and out and not out[-1].isspace():
+            out.append(" ")
+        out.append(c)
+        prev_x1 = x1
+    return "".join(out).strip()
+
+
+def fill(grid: Grid, chars: list[Char]) -> Table:
     """Build the table from ``grid`` and the page's visible characters.
 
-    ``chars`` holds (character, x-centre, y-centre, y-centre of its line).
+    ``chars`` holds the page's visible characters (see ``Char``).
     Characters go to the cell under their centre, so a text line that runs
     across two cells is split between them. A grid row that holds several
     text rows without rules between them (the NICS state list) is split into
     text rows when most of its cells have exactly one text line per row.
     """
-    by_region: dict[Region, dict[float, list[tuple[float, str]]]] = {}
-    for ch, cx, cy, line_y in chars:
-        region = grid.region_at(cx, cy)
+    by_region: dict[Region, dict[float, list[tuple[float, float, float, str]]]] = {}
+    for ch, x0, x1, cy, line_y, height in chars:
+        region = grid.region_at((x0 + x1) / 2, cy)
         if region is not None:
-            by_region.setdefault(region, {}).setdefault(round(line_y, 1), []).append((cx, ch))
+            by_region.setdefault(region, {}).setdefault(round(line_y, 1), []).append((x0, x1, height, ch))
     cell_lines: dict[Region, list[Piece]] = {}
     for region, by_line in by_region.items():
         lines = []
         for y, chs in by_line.items():
-            chs.sort()
-            text = "".join(c for _, c in chs).strip()
+            text = _line_text(chs)
             if text:
-                lines.append((text, y, chs[0][0]))
+                lines.append((text, y, min(c[0] for c in chs)))
         cell_lines[region] = sorted(lines, key=lambda p: (p[1], p[2]))
     bands = [_row_bands(grid, r, cell_lines) for r in range(len(grid.ys) - 1)]
     starts = [0]
