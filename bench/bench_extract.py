@@ -1,0 +1,118 @@
+"""Time docsan's PDF extraction (no OCR) against plain PyMuPDF on the same files, in one run.
+
+``run()`` returns seconds for: plain ``page.get_text()``; docsan extraction
+with tables; docsan extraction without tables; and the share of docsan's time
+spent in each part (text pass, quality scoring, tables, reading order), from
+a profile of one extra run. The corpus is the shared corpus's text-layer
+files (scans and broken files excluded: they measure tesseract, not us).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import pstats
+import time
+from pathlib import Path
+
+import pymupdf
+
+from docsan.config import ExtractConfig
+from docsan.extract.pdf import load_pdf
+
+# Beside the checkout, as in tests/conftest.py; DOCSAN_CORPUS overrides (a worktree elsewhere).
+CORPUS = Path(
+    os.environ.get("DOCSAN_CORPUS", Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "pdfs")
+)
+# Files without a usable text layer, or that cannot be opened: not part of a text-extraction timing.
+EXCLUDED = (
+    "broken_",
+    "zh_admin_penalty",
+    "zh_capital_book",
+    "zh_cv_book",
+    "linn_sequencer",
+    "huckfinn",
+    "grumman",
+    "table_multi_row",
+    "memo_scan",
+    "zh_feida",
+    "odd_truetype",
+)
+REPEATS = 3
+
+
+def text_layer_files(corpus: Path = CORPUS) -> list[Path]:
+    return [p for p in sorted(corpus.glob("*.pdf")) if not p.name.startswith(EXCLUDED)]
+
+
+def _plain(files: list[Path]) -> int:
+    pages = 0
+    for f in files:
+        with pymupdf.open(f) as doc:
+            for page in doc:
+                page.get_text()
+                pages += 1
+    return pages
+
+
+def _docsan(files: list[Path], config: ExtractConfig) -> None:
+    for f in files:
+        load_pdf(f, config)
+
+
+def _best(fn, *args) -> float:
+    """Best of REPEATS: the machine is shared, the minimum is the least disturbed run."""
+    times = []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def _profile_shares(files: list[Path], config: ExtractConfig) -> dict[str, float]:
+    prof = cProfile.Profile()
+    prof.runcall(_docsan, files, config)
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    total = sum(v[3] for k, v in stats.items() if k[2] == "load_pdf")
+    parts = {
+        "text_pass": ("layout.py", "read_page"),
+        "quality": ("textlayer_quality.py", "assess"),
+        "tables": ("pdf.py", "_with_tables"),
+        "reading_order": ("layout.py", "reading_order"),
+    }
+    out = {}
+    for label, (file, func) in parts.items():
+        # Cumulative time of the outermost call (reading_order recurses: take the largest entry).
+        cum = max((v[3] for k, v in stats.items() if k[0].endswith(file) and k[2] == func), default=0.0)
+        out[label] = round(cum / total, 3) if total else 0.0
+    return out
+
+
+def run() -> dict:
+    files = text_layer_files()
+    if not files:
+        raise SystemExit(f"corpus not found at {CORPUS}")
+    with_tables = ExtractConfig(ocr="never")
+    without_tables = ExtractConfig(ocr="never", tables=False)
+    _docsan(files[:1], with_tables)  # load the word list once, outside the timings
+    pages = _plain(files)
+    plain = _best(_plain, files)
+    full = _best(_docsan, files, with_tables)
+    no_tables = _best(_docsan, files, without_tables)
+    return {
+        "files": len(files),
+        "pages": pages,
+        "plain_get_text_s": round(plain, 3),
+        "docsan_s": round(full, 3),
+        "docsan_no_tables_s": round(no_tables, 3),
+        "ratio_docsan_vs_plain": round(full / plain, 2),
+        "ratio_no_tables_vs_plain": round(no_tables / plain, 2),
+        "tables_cost_s": round(full - no_tables, 3),
+        "share_of_docsan_time": _profile_shares(files, with_tables),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))
