@@ -182,6 +182,8 @@ def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> Page
     it sits on a picture (visible) or on the white page (hidden).
     """
     data = page.get_text("dict", flags=TEXT_FLAGS)
+    if page.rotation:
+        to_display(data, page)
     out = PageText()
     text_blocks = []
     for b in data["blocks"]:
@@ -216,6 +218,29 @@ def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> Page
                 if box is not None:
                     target_list.append(box)
     return out
+
+
+def to_display(data: dict, page: pymupdf.Page) -> None:
+    """Turn every box of a text dictionary from unrotated into displayed page coordinates.
+
+    MuPDF reports text of a ``/Rotate 90`` page in the unrotated space, where
+    its lines run vertically; columns, rows and table cells only make sense
+    as the reader sees the page.
+    """
+    m = page.rotation_matrix
+
+    def turn(bbox: Sequence[float]) -> Rect:
+        r = pymupdf.Rect(bbox) * m
+        return (r.x0, r.y0, r.x1, r.y1)
+
+    for b in data["blocks"]:
+        b["bbox"] = turn(b["bbox"])
+        for line in b.get("lines", ()):
+            line["bbox"] = turn(line["bbox"])
+            for span in line["spans"]:
+                span["bbox"] = turn(span["bbox"])
+                for ch in span.get("chars", ()):
+                    ch["bbox"] = turn(ch["bbox"])
 
 
 def _add_vector(out: PageText, v: dict) -> None:

@@ -199,7 +199,11 @@ def _with_tables(page: pymupdf.Page, found: PageText, boxes: list[TextBox], draf
 
 def _visible_chars(page: pymupdf.Page, clip: Rect) -> list[tables.Char]:
     """Characters inside ``clip`` with their centres (one rawdict pass, clipped to the table)."""
-    data = page.get_text("rawdict", flags=layout.TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS, clip=clip)
+    # The clip is in displayed coordinates; MuPDF wants the unrotated ones.
+    unrotated = pymupdf.Rect(clip) * page.derotation_matrix
+    data = page.get_text("rawdict", flags=layout.TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS, clip=unrotated)
+    if page.rotation:
+        layout.to_display(data, page)
     out = []
     for b in data["blocks"]:
         for line in b.get("lines", ()):
