@@ -1,9 +1,12 @@
 """Time docsan's PDF extraction (no OCR) against plain PyMuPDF on the same files, in one run.
 
+Run from the repository root: ``python -m bench.bench_extract``.
+
 ``run()`` returns seconds for: plain ``page.get_text()``; docsan extraction
-with tables; docsan extraction without tables; and the share of docsan's time
+with tables; docsan extraction without tables; the share of docsan's time
 spent in each part (text pass, quality scoring, tables, reading order), from
-a profile of one extra run. The corpus is the shared corpus's text-layer
+a profile of one extra run; and PyMuPDF's ``find_tables()`` against docsan's
+whole extraction on a few table pages (why docsan has its own grid finder). The corpus is the shared corpus's text-layer
 files (scans and broken files excluded: they measure tesseract, not us).
 """
 
@@ -40,6 +43,16 @@ EXCLUDED = (
     "odd_truetype",
 )
 REPEATS = 3
+# Table pages on which PyMuPDF's own table finder is timed against ours (it is
+# too slow to run on every page of the corpus inside a benchmark).
+TABLE_SAMPLE = (
+    ("epa_spanning_cells.pdf", 1),
+    ("dhcs_mmc_enrollment_row_span.pdf", 1),
+    ("nics_background_checks_2015_11.pdf", 1),
+    ("zh_yancheng_bond_prospectus_tables_1p.pdf", 1),
+    ("zh_anhui_land_use_standard_tables_1p.pdf", 1),
+    ("ca_warn_report_16p.pdf", 2),
+)
 
 
 def text_layer_files(corpus: Path = CORPUS) -> list[Path]:
@@ -90,6 +103,25 @@ def _profile_shares(files: list[Path], config: ExtractConfig) -> dict[str, float
     return out
 
 
+def _table_finders(corpus: Path = CORPUS) -> dict[str, float]:
+    """PyMuPDF ``find_tables()`` vs docsan's grid detection, each on the same sample pages."""
+    sample = [(corpus / name, page) for name, page in TABLE_SAMPLE if (corpus / name).exists()]
+    t0 = time.perf_counter()
+    for path, page in sample:
+        with pymupdf.open(path) as doc:
+            doc[page - 1].find_tables()
+    pymupdf_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for path, page in sample:
+        load_pdf(path, ExtractConfig(ocr="never"), pages=[page])
+    docsan_s = time.perf_counter() - t0
+    return {
+        "pages": len(sample),
+        "pymupdf_find_tables_s": round(pymupdf_s, 3),
+        "docsan_whole_extraction_s": round(docsan_s, 3),
+    }
+
+
 def run() -> dict:
     files = text_layer_files()
     if not files:
@@ -111,6 +143,7 @@ def run() -> dict:
         "ratio_no_tables_vs_plain": round(no_tables / plain, 2),
         "tables_cost_s": round(full - no_tables, 3),
         "share_of_docsan_time": _profile_shares(files, with_tables),
+        "table_finder_sample": _table_finders(),
     }
 
 

@@ -148,7 +148,7 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
     if reason:
         return _ocr_draft(page, draft, config, notes, reason)
     if config.tables and tables.plausible(found.rules_h, found.rules_v):
-        boxes = _with_tables(page, found, boxes, draft)
+        boxes = _with_tables(found, boxes, draft)
     draft.items = layout.reading_order([*boxes, *draft.items], _bbox_of)
     return draft
 
@@ -179,11 +179,13 @@ def _inside(line: layout.Line, rect: Rect) -> bool:
     return rect[0] <= cx <= rect[2] and rect[1] <= cy <= rect[3]
 
 
-def _with_tables(page: pymupdf.Page, found: PageText, boxes: list[TextBox], draft: _Draft) -> list[TextBox]:
+def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[TextBox]:
     """Add table blocks to ``draft``; return ``boxes`` less the lines now inside a table."""
     rects: list[Rect] = []
     for grid in tables.find_grids(found.rules_h, found.rules_v):
-        table = tables.fill(grid, _visible_chars(page, grid.bbox))
+        x0, y0, x1, y1 = grid.bbox
+        inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
+        table = tables.fill(grid, inside)
         text = tables.render_rows(table)
         if not text.replace("|", "").strip():
             continue  # a ruled frame with no text: a form or a decoration, not a table
@@ -195,26 +197,6 @@ def _with_tables(page: pymupdf.Page, found: PageText, boxes: list[TextBox], draf
         return boxes
     kept = (b.without(lambda ln: any(_inside(ln, r) for r in rects)) for b in boxes)
     return [b for b in kept if b is not None]
-
-
-def _visible_chars(page: pymupdf.Page, clip: Rect) -> list[tables.Char]:
-    """Characters inside ``clip`` with their centres (one rawdict pass, clipped to the table)."""
-    # The clip is in displayed coordinates; MuPDF wants the unrotated ones.
-    unrotated = pymupdf.Rect(clip) * page.derotation_matrix
-    data = page.get_text("rawdict", flags=layout.TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS, clip=unrotated)
-    if page.rotation:
-        layout.to_display(data, page)
-    out = []
-    for b in data["blocks"]:
-        for line in b.get("lines", ()):
-            line_y = (line["bbox"][1] + line["bbox"][3]) / 2
-            for span in line["spans"]:
-                if layout.is_hidden(span):
-                    continue
-                for ch in span["chars"]:
-                    x0, y0, x1, y1 = ch["bbox"]
-                    out.append((ch["c"], x0, x1, (y0 + y1) / 2, line_y, y1 - y0))
-    return out
 
 
 def _load_with_pdfplumber(path: Path, config: ExtractConfig, pages: Sequence[int] | Iterable[int] | None) -> Document:

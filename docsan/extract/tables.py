@@ -13,8 +13,8 @@ file. A ruled grid is simple to recover from rules we already hold:
 2. the distinct rule positions give the grid's rows and columns;
 3. two neighbouring grid cells with no rule between them are one merged
    cell (rowspan/colspan), found with a union-find;
-4. each character goes to the cell holding its centre (MuPDF sometimes puts
-   two cells' text in one line).
+4. each text span goes to the cell holding its centre, cut first where it
+   crosses a column line (MuPDF sometimes puts two cells in one span).
 
 Unruled tables (aligned columns without lines) are left to the layout
 order: detecting them from text alone gave false tables on prose.
@@ -23,10 +23,11 @@ order: detecting them from text alone gave false tables on prose.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docsan.extract.joining import join_pieces
-from docsan.extract.layout import Rect
+from docsan.extract.layout import Rect, Span
 from docsan.model import Cell, Table
 
 # Rule ends closer than this (points) touch; positions closer than this are one grid line.
@@ -135,14 +136,8 @@ class Grid:
     ys: tuple[float, ...]
     # Merged region of each grid cell (row-major): (row0, col0, row1, col1), inclusive.
     regions: tuple[tuple[int, int, int, int], ...]
-
-    @property
-    def bbox(self) -> Rect:
-        return (self.xs[0], self.ys[0], self.xs[-1], self.ys[-1])
-
-    @property
-    def n_cols(self) -> int:
-        return len(self.xs) - 1
+    bbox: Rect
+    n_cols: int
 
     def region_at(self, x: float, y: float) -> tuple[int, int, int, int] | None:
         b = self.bbox
@@ -184,7 +179,8 @@ def _grid(hs: list[HRule], vs: list[VRule]) -> Grid | None:
         extent[find(i)] = (min(r0, r), min(c0, c), max(r1, r), max(c1, c))
     if len(extent) < MIN_ROWS * MIN_COLS:
         return None
-    return Grid(tuple(xs), tuple(ys), tuple(extent[find(i)] for i in range(n_rows * n_cols)))
+    regions = tuple(extent[find(i)] for i in range(n_rows * n_cols))
+    return Grid(tuple(xs), tuple(ys), regions, (xs[0], ys[0], xs[-1], ys[-1]), n_cols)
 
 
 def find_grids(rules_h: list[HRule], rules_v: list[VRule]) -> list[Grid]:
@@ -199,7 +195,7 @@ def find_grids(rules_h: list[HRule], rules_v: list[VRule]) -> list[Grid]:
 
 Region = tuple[int, int, int, int]
 # A text line inside one cell: (text, y-centre of its line, x of its first character).
-Piece = tuple[str, float, float]
+Line = tuple[str, float, float]
 
 
 def _clusters(ys: list[float], gap: float) -> list[float]:
@@ -210,46 +206,72 @@ def _clusters(ys: list[float], gap: float) -> list[float]:
     return out
 
 
-# A character: (text, x0, x1, y-centre, y-centre of its line, height).
-Char = tuple[str, float, float, float, float, float]
-# A gap between two characters wider than this share of the line height is a word space
-# (files that position words instead of drawing space characters).
+# A gap between two pieces of one line wider than this share of the line
+# height is a word space (files that position words without space characters).
 WORD_GAP = 0.25
 
+# A piece of a line inside one cell: (x0, x1, height, text).
+Piece = tuple[float, float, float, str]
 
-def _line_text(chs: list[tuple[float, float, float, str]]) -> str:
-    out: list[str] = []
+
+def _line_text(pieces: list[Piece]) -> str:
+    out = ""
     prev_x1 = None
-    for x0, x1, height, c in sorted(chs):
-        if prev_x1 is not None and x0 - prev_x1 > WORD_GAP * height and out and not out[-1].isspace():
-            out.append(" ")
-        out.append(c)
+    for x0, x1, height, text in sorted(pieces):
+        if prev_x1 is not None and x0 - prev_x1 > WORD_GAP * height and out[-1:] != " " and text[:1] != " ":
+            out += " "
+        out += text
         prev_x1 = x1
-    return "".join(out).strip()
+    return out.strip()
 
 
-def fill(grid: Grid, chars: list[Char]) -> Table:
-    """Build the table from ``grid`` and the page's visible characters.
+def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
+    """Split a span at the grid's column lines, placing characters by even spacing.
 
-    ``chars`` holds the page's visible characters (see ``Char``).
-    Characters go to the cell under their centre, so a text line that runs
-    across two cells is split between them. A grid row that holds several
-    text rows without rules between them (the NICS state list) is split into
-    text rows when most of its cells have exactly one text line per row.
+    MuPDF sometimes puts two cells in one span (``03/25/2016     07/01/2015``
+    in the CA WARN report); most spans lie in one cell and are not cut.
     """
-    by_region: dict[Region, dict[float, list[tuple[float, float, float, str]]]] = {}
-    for ch, x0, x1, cy, line_y, height in chars:
-        region = grid.region_at((x0 + x1) / 2, cy)
-        if region is not None:
-            by_region.setdefault(region, {}).setdefault(round(line_y, 1), []).append((x0, x1, height, ch))
-    cell_lines: dict[Region, list[Piece]] = {}
+    x0, _, x1, _ = span.bbox
+    inner = [x for x in xs if x0 + SNAP < x < x1 - SNAP]
+    if not inner or not span.text:
+        return [(span.text, x0, x1)]
+    step = (x1 - x0) / len(span.text)
+    pieces: list[tuple[str, float, float]] = []
+    for i, ch in enumerate(span.text):
+        cx0 = x0 + i * step
+        col = bisect_right(inner, cx0 + step / 2)
+        if pieces and pieces[-1][0] and bisect_right(inner, pieces[-1][1] + step / 2) == col:
+            text, start, _ = pieces[-1]
+            pieces[-1] = (text + ch, start, cx0 + step)
+        else:
+            pieces.append((ch, cx0, cx0 + step))
+    return pieces
+
+
+def fill(grid: Grid, spans: Sequence[Span]) -> Table:
+    """Build the table from ``grid`` and the page's visible text spans.
+
+    Spans go to the cell under their centre (cut at column lines first). A
+    grid row that holds several text rows without rules between them (the
+    NICS state list) is split into text rows when most of its cells have
+    exactly one text line per row.
+    """
+    by_region: dict[Region, dict[float, list[Piece]]] = {}
+    for span in spans:
+        height = span.bbox[3] - span.bbox[1]
+        cy = (span.bbox[1] + span.bbox[3]) / 2
+        for text, x0, x1 in _cut(span, grid.xs):
+            region = grid.region_at((x0 + x1) / 2, cy)
+            if region is not None:
+                by_region.setdefault(region, {}).setdefault(round(span.line_y, 1), []).append((x0, x1, height, text))
+    cell_lines: dict[Region, list[Line]] = {}
     for region, by_line in by_region.items():
         lines = []
-        for y, chs in by_line.items():
-            text = _line_text(chs)
+        for y, pieces in by_line.items():
+            text = _line_text(pieces)
             if text:
-                lines.append((text, y, min(c[0] for c in chs)))
-        cell_lines[region] = sorted(lines, key=lambda p: (p[1], p[2]))
+                lines.append((text, y, min(p[0] for p in pieces)))
+        cell_lines[region] = sorted(lines, key=lambda ln: (ln[1], ln[2]))
     bands = [_row_bands(grid, r, cell_lines) for r in range(len(grid.ys) - 1)]
     starts = [0]
     for b in bands:
@@ -272,12 +294,12 @@ def _band_of(y: float, bands: list[float]) -> int:
     return min(range(len(bands)), key=lambda i: abs(bands[i] - y))
 
 
-def _fits(lines: list[Piece], bands: list[float]) -> bool:
+def _fits(lines: list[Line], bands: list[float]) -> bool:
     """One text line per band: the cell follows the row's text rows."""
     return len(lines) == len(bands) and len({_band_of(y, bands) for _, y, _ in lines}) == len(bands)
 
 
-def _row_bands(grid: Grid, r: int, cell_lines: dict[Region, list[Piece]]) -> list[float]:
+def _row_bands(grid: Grid, r: int, cell_lines: dict[Region, list[Line]]) -> list[float]:
     """The text-row centres of grid row ``r``; a single entry when it is one row of text."""
     own = {reg for reg in grid.regions[r * grid.n_cols : (r + 1) * grid.n_cols] if reg[0] == reg[2] == r}
     filled = [cell_lines[reg] for reg in own if cell_lines.get(reg)]
