@@ -62,19 +62,28 @@ class TextBox:
     lines: tuple[Line, ...]
     # The font size carrying most of the block's characters.
     size: float
+    # Computed once (the reading order reads it many times).
+    bbox: Rect
+
+    @classmethod
+    def of(cls, lines: Sequence[Line]) -> TextBox | None:
+        lines = tuple(ln for ln in lines if ln.text.strip())
+        if not lines:
+            return None
+        sizes: Counter[float] = Counter()
+        for ln in lines:
+            sizes[ln.size] += len(ln.text.strip())
+        bbox = (
+            min(ln.bbox[0] for ln in lines),
+            min(ln.bbox[1] for ln in lines),
+            max(ln.bbox[2] for ln in lines),
+            max(ln.bbox[3] for ln in lines),
+        )
+        return cls(lines, sizes.most_common(1)[0][0], bbox)
 
     @property
     def text(self) -> str:
         return "\n".join(ln.text for ln in self.lines)
-
-    @property
-    def bbox(self) -> Rect:
-        return (
-            min(ln.bbox[0] for ln in self.lines),
-            min(ln.bbox[1] for ln in self.lines),
-            max(ln.bbox[2] for ln in self.lines),
-            max(ln.bbox[3] for ln in self.lines),
-        )
 
     @property
     def chars(self) -> int:
@@ -82,8 +91,7 @@ class TextBox:
 
     def without(self, drop: Callable[[Line], bool]) -> TextBox | None:
         """This box less the lines ``drop`` selects, or None when nothing is left."""
-        kept = tuple(ln for ln in self.lines if not drop(ln))
-        return TextBox(kept, self.size) if kept else None
+        return TextBox.of([ln for ln in self.lines if not drop(ln)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +143,7 @@ def _overlaps(a: Rect, b: Rect) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _split_columns(lines: list[tuple[str, list[dict]]]) -> list[list[tuple[str, list[dict]]]]:
+def _split_columns(lines: list[Line]) -> list[list[Line]]:
     """Split a MuPDF block whose lines sit in separate columns.
 
     MuPDF groups lines in content-stream order; a file that draws a page
@@ -145,45 +153,31 @@ def _split_columns(lines: list[tuple[str, list[dict]]]) -> list[list[tuple[str, 
     """
     if len(lines) < 2:
         return [lines]
-
-    def x_range(item: tuple[str, list[dict]]) -> tuple[float, float]:
-        spans = item[1]
-        return min(s["bbox"][0] for s in spans), max(s["bbox"][2] for s in spans)
-
-    ordered = sorted(lines, key=lambda it: x_range(it)[0])
+    ordered = sorted(range(len(lines)), key=lambda i: lines[i].bbox[0])
     groups = [[ordered[0]]]
-    end = x_range(ordered[0])[1]
-    for it in ordered[1:]:
-        x0, x1 = x_range(it)
+    end = lines[ordered[0]].bbox[2]
+    for i in ordered[1:]:
+        x0, _, x1, _ = lines[i].bbox
         if x0 > end + MIN_GUTTER:
             groups.append([])
-        groups[-1].append(it)
+        groups[-1].append(i)
         end = max(end, x1)
     if len(groups) == 1:
         return [lines]
     # Keep the original line order inside each column.
-    position = {id(it): i for i, it in enumerate(lines)}
-    return [sorted(g, key=lambda it: position[id(it)]) for g in groups]
+    return [[lines[i] for i in sorted(g)] for g in groups]
 
 
-def _box(lines: list[tuple[str, list[dict]]]) -> TextBox | None:
-    sizes: Counter[float] = Counter()
-    out = []
-    for text, spans in lines:
-        if not text.strip():
-            continue
-        for s in spans:
-            sizes[round(s["size"], 1)] += len(s["text"].strip())
+def _line(spans: list[dict], bbox: Rect | None) -> Line:
+    """A line from its spans; ``bbox`` is MuPDF's line box when no span was dropped."""
+    if bbox is None:
         bbox = (
-            min(s["bbox"][0] for s in spans),
-            min(s["bbox"][1] for s in spans),
-            max(s["bbox"][2] for s in spans),
-            max(s["bbox"][3] for s in spans),
+            min(sp["bbox"][0] for sp in spans),
+            min(sp["bbox"][1] for sp in spans),
+            max(sp["bbox"][2] for sp in spans),
+            max(sp["bbox"][3] for sp in spans),
         )
-        out.append(Line(text, bbox, max(s["size"] for s in spans)))
-    if not out:
-        return None
-    return TextBox(tuple(out), sizes.most_common(1)[0][0])
+    return Line("".join(sp["text"] for sp in spans), bbox, round(max(sp["size"] for sp in spans), 1))
 
 
 def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> PageText:
@@ -204,8 +198,8 @@ def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> Page
             _add_vector(out, b)
     images: list[Rect] | None = None
     for b in text_blocks:
-        shown: list[tuple[str, list[dict]]] = []
-        hidden: list[tuple[str, list[dict]]] = []
+        shown: list[Line] = []
+        hidden: list[Line] = []
         for line in b["lines"]:
             vis_spans, hid_spans = [], []
             line_y = (line["bbox"][1] + line["bbox"][3]) / 2
@@ -222,12 +216,13 @@ def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> Page
                         continue
                 vis_spans.append(s)
                 out.spans.append(Span(s["text"], tuple(s["bbox"]), line_y))  # type: ignore[arg-type]
+            whole = len(vis_spans) == len(line["spans"])
             for spans, target in ((vis_spans, shown), (hid_spans, hidden)):
                 if spans:
-                    target.append(("".join(s["text"] for s in spans), spans))
+                    target.append(_line(spans, tuple(line["bbox"]) if whole and target is shown else None))
         for lines, target_list in ((shown, out.visible), (hidden, out.hidden)):
             for group in _split_columns(lines):
-                box = _box(group)
+                box = TextBox.of(group)
                 if box is not None:
                     target_list.append(box)
     return out
@@ -292,28 +287,30 @@ def reading_order(items: Sequence[T], bbox: Callable[[T], Rect]) -> list[T]:
     blocks every vertical cut, so it is first cut off as a band, then the
     band below splits into its columns.
     """
-    items = list(items)
-    if len(items) <= 1:
-        return items
+    return [it for _, it in _xy_cut([(bbox(it), it) for it in items])]
+
+
+def _xy_cut(boxed: list[tuple[Rect, T]]) -> list[tuple[Rect, T]]:
+    if len(boxed) <= 1:
+        return boxed
     for axis, gap in ((0, MIN_GUTTER), (1, 0.0)):
-        parts = _split(items, bbox, axis, gap)
+        parts = _split(boxed, axis, gap)
         if len(parts) > 1:
-            return [x for part in parts for x in reading_order(part, bbox)]
-    return sorted(items, key=lambda it: (round(bbox(it)[1], 1), bbox(it)[0]))
+            return [x for part in parts for x in _xy_cut(part)]
+    return sorted(boxed, key=lambda bi: (round(bi[0][1], 1), bi[0][0]))
 
 
-def _split(items: list[T], bbox: Callable[[T], Rect], axis: int, min_gap: float) -> list[list[T]]:
+def _split(boxed: list[tuple[Rect, T]], axis: int, min_gap: float) -> list[list[tuple[Rect, T]]]:
     lo, hi = axis, axis + 2
-    ordered = sorted(items, key=lambda it: bbox(it)[lo])
-    parts: list[list[T]] = [[ordered[0]]]
-    end = bbox(ordered[0])[hi]
-    for it in ordered[1:]:
-        b = bbox(it)
-        if b[lo] > end + min_gap:
-            parts.append([it])
+    ordered = sorted(boxed, key=lambda bi: bi[0][lo])
+    parts = [[ordered[0]]]
+    end = ordered[0][0][hi]
+    for bi in ordered[1:]:
+        if bi[0][lo] > end + min_gap:
+            parts.append([bi])
         else:
-            parts[-1].append(it)
-        end = max(end, b[hi])
+            parts[-1].append(bi)
+        end = max(end, bi[0][hi])
     return parts
 
 
