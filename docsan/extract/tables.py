@@ -173,13 +173,15 @@ def _grid(hs: list[HRule], vs: list[VRule]) -> Grid | None:
             if r + 1 < n_rows and h_cov[r + 1][c] < col_need[c]:
                 parent[find((r + 1) * n_cols + c)] = find(r * n_cols + c)
     extent: dict[int, tuple[int, int, int, int]] = {}
+    roots = [0] * (n_rows * n_cols)
     for i in range(n_rows * n_cols):
         r, c = divmod(i, n_cols)
-        r0, c0, r1, c1 = extent.get(find(i), (r, c, r, c))
-        extent[find(i)] = (min(r0, r), min(c0, c), max(r1, r), max(c1, c))
+        root = roots[i] = find(i)
+        r0, c0, r1, c1 = extent.get(root, (r, c, r, c))
+        extent[root] = (min(r0, r), min(c0, c), max(r1, r), max(c1, c))
     if len(extent) < MIN_ROWS * MIN_COLS:
         return None
-    regions = tuple(extent[find(i)] for i in range(n_rows * n_cols))
+    regions = tuple(extent[root] for root in roots)
     return Grid(tuple(xs), tuple(ys), regions, (xs[0], ys[0], xs[-1], ys[-1]), n_cols)
 
 
@@ -232,7 +234,7 @@ def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
     in the CA WARN report); most spans lie in one cell and are not cut.
     """
     x0, _, x1, _ = span.bbox
-    inner = [x for x in xs if x0 + SNAP < x < x1 - SNAP]
+    inner = xs[bisect_right(xs, x0 + SNAP) : bisect_left(xs, x1 - SNAP)]
     if not inner or not span.text:
         return [(span.text, x0, x1)]
     step = (x1 - x0) / len(span.text)
