@@ -185,6 +185,8 @@ def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[T
     for grid in tables.find_grids(found.rules_h, found.rules_v):
         x0, y0, x1, y1 = grid.bbox
         inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
+        if tables.too_fine(grid, inside):
+            continue  # a lattice finer than the text: a pattern, not a table
         table = tables.fill(grid, inside)
         text = tables.render_rows(table)
         if not text.replace("|", "").strip():

@@ -25,6 +25,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from docsan.extract.joining import join_pieces
 from docsan.extract.layout import Rect, Span
@@ -208,6 +209,9 @@ def _clusters(ys: list[float], gap: float) -> list[float]:
     return out
 
 
+# A grid whose median column is narrower than this many text-line heights is a pattern, not a table.
+MIN_COLUMN_HEIGHTS = 1.5
+
 # A gap between two pieces of one line wider than this share of the line
 # height is a word space (files that position words without space characters).
 WORD_GAP = 0.25
@@ -248,6 +252,20 @@ def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
         else:
             pieces.append((ch, cx0, cx0 + step))
     return pieces
+
+
+def too_fine(grid: Grid, spans: Sequence[Span]) -> bool:
+    """Is the lattice finer than the text on it, so it cannot be a table's?
+
+    The IRS tax tables draw a fine pattern of short rules: a 98 x 80 "grid"
+    of ~7 pt columns that slices "Tax Table" into "Tax | T | able". A real
+    table's typical column is wider than a couple of text lines are high.
+    """
+    if not spans:
+        return False
+    widths = sorted(b - a for a, b in pairwise(grid.xs))
+    heights = sorted(sp.bbox[3] - sp.bbox[1] for sp in spans)
+    return widths[len(widths) // 2] < MIN_COLUMN_HEIGHTS * heights[len(heights) // 2]
 
 
 def fill(grid: Grid, spans: Sequence[Span]) -> Table:
