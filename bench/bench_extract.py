@@ -3,25 +3,24 @@
 Run from the repository root: ``python -m bench.bench_extract``.
 
 ``run()`` returns seconds for: plain ``page.get_text()``; docsan extraction
-with tables; docsan extraction without tables; the share of docsan's time
-spent in each part (text pass, quality scoring, tables, reading order), from
-a profile of one extra run; and PyMuPDF's ``find_tables()`` against docsan's
+with tables; docsan extraction without tables; cumulative phases (MuPDF's
+dict pass alone, plus our span processing) whose differences say where the
+time goes; and PyMuPDF's ``find_tables()`` against docsan's
 whole extraction on a few table pages (why docsan has its own grid finder). The corpus is the shared corpus's text-layer
 files (scans and broken files excluded: they measure tesseract, not us).
 """
 
 from __future__ import annotations
 
-import cProfile
 import json
 import os
-import pstats
 import time
 from pathlib import Path
 
 import pymupdf
 
 from docsan.config import ExtractConfig
+from docsan.extract import layout
 from docsan.extract.pdf import load_pdf
 
 # Beside the checkout, as in tests/conftest.py; DOCSAN_CORPUS overrides (a worktree elsewhere).
@@ -84,23 +83,18 @@ def _best(fn, *args) -> float:
     return min(times)
 
 
-def _profile_shares(files: list[Path], config: ExtractConfig) -> dict[str, float]:
-    prof = cProfile.Profile()
-    prof.runcall(_docsan, files, config)
-    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
-    total = sum(v[3] for k, v in stats.items() if k[2] == "load_pdf")
-    parts = {
-        "text_pass": ("layout.py", "read_page"),
-        "quality": ("textlayer_quality.py", "assess"),
-        "tables": ("pdf.py", "_with_tables"),
-        "reading_order": ("layout.py", "reading_order"),
-    }
-    out = {}
-    for label, (file, func) in parts.items():
-        # Cumulative time of the outermost call (reading_order recurses: take the largest entry).
-        cum = max((v[3] for k, v in stats.items() if k[0].endswith(file) and k[2] == func), default=0.0)
-        out[label] = round(cum / total, 3) if total else 0.0
-    return out
+def _dict_pass(files: list[Path]) -> None:
+    for f in files:
+        with pymupdf.open(f) as doc:
+            for page in doc:
+                page.get_text("dict", flags=layout.TEXT_FLAGS)
+
+
+def _read_pages(files: list[Path]) -> None:
+    for f in files:
+        with pymupdf.open(f) as doc:
+            for page in doc:
+                layout.read_page(page, lambda page=page: [tuple(i["bbox"]) for i in page.get_image_info()])
 
 
 def _table_finders(corpus: Path = CORPUS) -> dict[str, float]:
@@ -131,6 +125,8 @@ def run() -> dict:
     _docsan(files[:1], with_tables)  # load the word list once, outside the timings
     pages = _plain(files)
     plain = _best(_plain, files)
+    dict_pass = _best(_dict_pass, files)
+    read_pages = _best(_read_pages, files)
     full = _best(_docsan, files, with_tables)
     no_tables = _best(_docsan, files, without_tables)
     return {
@@ -141,8 +137,13 @@ def run() -> dict:
         "docsan_no_tables_s": round(no_tables, 3),
         "ratio_docsan_vs_plain": round(full / plain, 2),
         "ratio_no_tables_vs_plain": round(no_tables / plain, 2),
-        "tables_cost_s": round(full - no_tables, 3),
-        "share_of_docsan_time": _profile_shares(files, with_tables),
+        # Where the time goes, as differences between cumulative phases:
+        # MuPDF's dict (with vectors) vs plain text; our per-span pass (visibility,
+        # lines, rules); quality scoring + reading order + headings; tables.
+        "phase_dict_extraction_s": round(dict_pass, 3),
+        "phase_span_processing_s": round(read_pages - dict_pass, 3),
+        "phase_quality_layout_s": round(no_tables - read_pages, 3),
+        "phase_tables_s": round(full - no_tables, 3),
         "table_finder_sample": _table_finders(),
     }
 
