@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import pytesseract
+import pytest
 
 from docsan.config import ExtractConfig
 from docsan.extract.ocr import OcrUnavailableError
