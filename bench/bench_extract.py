@@ -20,7 +20,7 @@ from pathlib import Path
 import pymupdf
 
 from docsan.config import ExtractConfig
-from docsan.extract import layout
+from docsan.extract import layout, tables
 from docsan.extract.pdf import load_pdf
 
 # Beside the checkout, as in tests/conftest.py; DOCSAN_CORPUS overrides (a worktree elsewhere).
@@ -94,7 +94,11 @@ def _read_pages(files: list[Path]) -> None:
     for f in files:
         with pymupdf.open(f) as doc:
             for page in doc:
-                layout.read_page(page, lambda page=page: [tuple(i["bbox"]) for i in page.get_image_info()])
+                layout.read_page(
+                    page,
+                    lambda page=page: [tuple(i["bbox"]) for i in page.get_image_info()],
+                    lambda pt: tables.plausible(pt.rules_h, pt.rules_v),
+                )
 
 
 def _table_finders(corpus: Path = CORPUS) -> dict[str, float]:

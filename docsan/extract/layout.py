@@ -180,11 +180,17 @@ def _line(spans: list[dict], bbox: Rect | None) -> Line:
     return Line("".join(sp["text"] for sp in spans), bbox, round(max(sp["size"] for sp in spans), 1))
 
 
-def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> PageText:
+def read_page(
+    page: pymupdf.Page,
+    image_rects: Callable[[], list[Rect]],
+    want_spans: Callable[[PageText], bool] = lambda _: True,
+) -> PageText:
     """Extract text boxes and rules from ``page`` in one pass.
 
     ``image_rects`` is called only when white text is found, to see whether
     it sits on a picture (visible) or on the white page (hidden).
+    ``want_spans`` sees the page's rules (collected first) and says whether
+    to keep the visible spans for table cells; most pages need none.
     """
     data = page.get_text("dict", flags=TEXT_FLAGS)
     if page.rotation:
@@ -197,6 +203,7 @@ def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> Page
         elif b["type"] == 3:
             _add_vector(out, b)
     images: list[Rect] | None = None
+    keep_spans = want_spans(out)
     for b in text_blocks:
         shown: list[Line] = []
         hidden: list[Line] = []
@@ -215,7 +222,8 @@ def read_page(page: pymupdf.Page, image_rects: Callable[[], list[Rect]]) -> Page
                         out.white_chars += len(s["text"].strip())
                         continue
                 vis_spans.append(s)
-                out.spans.append(Span(s["text"], tuple(s["bbox"]), line_y))  # type: ignore[arg-type]
+                if keep_spans:
+                    out.spans.append(Span(s["text"], tuple(s["bbox"]), line_y))  # type: ignore[arg-type]
             whole = len(vis_spans) == len(line["spans"])
             for spans, target in ((vis_spans, shown), (hid_spans, hidden)):
                 if spans:

@@ -120,7 +120,9 @@ def _image_coverage(page: pymupdf.Page) -> float:
 def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -> _Draft:
     number = page.number + 1
     draft = _Draft(number, page.rect.width, page.rect.height)
-    found = layout.read_page(page, lambda: _image_rects(page))
+    found = layout.read_page(
+        page, lambda: _image_rects(page), lambda pt: config.tables and tables.plausible(pt.rules_h, pt.rules_v)
+    )
     boxes = list(found.visible)
     coverage: float | None = None
     if found.hidden:
