@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pymupdf
@@ -41,7 +42,7 @@ EXCLUDED = (
     "zh_feida",
     "odd_truetype",
 )
-REPEATS = 3
+REPEATS = 5
 # Table pages on which PyMuPDF's own table finder is timed against ours (it is
 # too slow to run on every page of the corpus inside a benchmark).
 TABLE_SAMPLE = (
@@ -58,47 +59,53 @@ def text_layer_files(corpus: Path = CORPUS) -> list[Path]:
     return [p for p in sorted(corpus.glob("*.pdf")) if not p.name.startswith(EXCLUDED)]
 
 
-def _plain(files: list[Path]) -> int:
-    pages = 0
-    for f in files:
-        with pymupdf.open(f) as doc:
-            for page in doc:
-                page.get_text()
-                pages += 1
-    return pages
+def _plain(path: Path) -> int:
+    with pymupdf.open(path) as doc:
+        for page in doc:
+            page.get_text()
+        return doc.page_count
 
 
-def _docsan(files: list[Path], config: ExtractConfig) -> None:
-    for f in files:
-        load_pdf(f, config)
+def _dict_pass(path: Path) -> None:
+    with pymupdf.open(path) as doc:
+        for page in doc:
+            page.get_text("dict", flags=layout.TEXT_FLAGS)
 
 
-def _best(fn, *args) -> float:
-    """Best of REPEATS: the machine is shared, the minimum is the least disturbed run."""
-    times = []
+def _read_pages(path: Path) -> None:
+    with pymupdf.open(path) as doc:
+        for page in doc:
+            layout.read_page(
+                page,
+                lambda page=page: [tuple(i["bbox"]) for i in page.get_image_info()],
+                lambda pt: tables.plausible(pt.rules_h, pt.rules_v),
+            )
+
+
+METHODS: dict[str, Callable[[Path], object]] = {
+    "plain": _plain,
+    "dict": _dict_pass,
+    "read": _read_pages,
+    "no_tables": lambda p: load_pdf(p, ExtractConfig(ocr="never", tables=False)),
+    "full": lambda p: load_pdf(p, ExtractConfig(ocr="never")),
+}
+
+
+def _interleaved(files: list[Path]) -> dict[str, float]:
+    """Seconds per method, summed over files, each the best of REPEATS.
+
+    The machine is shared and its load drifts over seconds: every method runs
+    on a file right after the others, so all of them see the same load, and
+    the minimum of each is its least disturbed run.
+    """
+    best = {name: [float("inf")] * len(files) for name in METHODS}
     for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def _dict_pass(files: list[Path]) -> None:
-    for f in files:
-        with pymupdf.open(f) as doc:
-            for page in doc:
-                page.get_text("dict", flags=layout.TEXT_FLAGS)
-
-
-def _read_pages(files: list[Path]) -> None:
-    for f in files:
-        with pymupdf.open(f) as doc:
-            for page in doc:
-                layout.read_page(
-                    page,
-                    lambda page=page: [tuple(i["bbox"]) for i in page.get_image_info()],
-                    lambda pt: tables.plausible(pt.rules_h, pt.rules_v),
-                )
+        for i, f in enumerate(files):
+            for name, fn in METHODS.items():
+                t0 = time.perf_counter()
+                fn(f)
+                best[name][i] = min(best[name][i], time.perf_counter() - t0)
+    return {name: sum(ts) for name, ts in best.items()}
 
 
 def _table_finders(corpus: Path = CORPUS) -> dict[str, float]:
@@ -124,30 +131,24 @@ def run() -> dict:
     files = text_layer_files()
     if not files:
         raise SystemExit(f"corpus not found at {CORPUS}")
-    with_tables = ExtractConfig(ocr="never")
-    without_tables = ExtractConfig(ocr="never", tables=False)
-    _docsan(files[:1], with_tables)  # load the word list once, outside the timings
-    pages = _plain(files)
-    plain = _best(_plain, files)
-    dict_pass = _best(_dict_pass, files)
-    read_pages = _best(_read_pages, files)
-    full = _best(_docsan, files, with_tables)
-    no_tables = _best(_docsan, files, without_tables)
+    load_pdf(files[0], ExtractConfig(ocr="never"))  # load the word list once, outside the timings
+    pages = sum(_plain(f) for f in files)
+    t = _interleaved(files)
     return {
         "files": len(files),
         "pages": pages,
-        "plain_get_text_s": round(plain, 3),
-        "docsan_s": round(full, 3),
-        "docsan_no_tables_s": round(no_tables, 3),
-        "ratio_docsan_vs_plain": round(full / plain, 2),
-        "ratio_no_tables_vs_plain": round(no_tables / plain, 2),
+        "plain_get_text_s": round(t["plain"], 3),
+        "docsan_s": round(t["full"], 3),
+        "docsan_no_tables_s": round(t["no_tables"], 3),
+        "ratio_docsan_vs_plain": round(t["full"] / t["plain"], 2),
+        "ratio_no_tables_vs_plain": round(t["no_tables"] / t["plain"], 2),
         # Where the time goes, as differences between cumulative phases:
         # MuPDF's dict (with vectors) vs plain text; our per-span pass (visibility,
         # lines, rules); quality scoring + reading order + headings; tables.
-        "phase_dict_extraction_s": round(dict_pass, 3),
-        "phase_span_processing_s": round(read_pages - dict_pass, 3),
-        "phase_quality_layout_s": round(no_tables - read_pages, 3),
-        "phase_tables_s": round(full - no_tables, 3),
+        "phase_dict_extraction_s": round(t["dict"], 3),
+        "phase_span_processing_s": round(t["read"] - t["dict"], 3),
+        "phase_quality_layout_s": round(t["no_tables"] - t["read"], 3),
+        "phase_tables_s": round(t["full"] - t["no_tables"], 3),
         "table_finder_sample": _table_finders(),
     }
 

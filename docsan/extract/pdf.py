@@ -184,11 +184,9 @@ def _inside(line: layout.Line, rect: Rect) -> bool:
 def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[TextBox]:
     """Add table blocks to ``draft``; return ``boxes`` less the lines now inside a table."""
     rects: list[Rect] = []
-    for grid in tables.find_grids(found.rules_h, found.rules_v):
+    for grid in tables.find_grids(found.rules_h, found.rules_v, found.spans):
         x0, y0, x1, y1 = grid.bbox
         inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
-        if tables.too_fine(grid, inside):
-            continue  # a lattice finer than the text: a pattern, not a table
         table = tables.fill(grid, inside)
         text = tables.render_rows(table)
         if not text.replace("|", "").strip():

@@ -149,11 +149,17 @@ class Grid:
         return self.regions[r * self.n_cols + c]
 
 
-def _grid(hs: list[HRule], vs: list[VRule]) -> Grid | None:
+def _grid(hs: list[HRule], vs: list[VRule], min_column: float) -> Grid | None:
     ys = _positions([h[2] for h in hs])
     xs = _positions([v[2] for v in vs])
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     if n_rows < MIN_ROWS or n_cols < MIN_COLS:
+        return None
+    widths = sorted(b - a for a, b in pairwise(xs))
+    if widths[len(widths) // 2] < min_column:
+        # A lattice finer than the text on it is a pattern, not a table: the IRS
+        # tax tables draw short rules making a 98 x 80 "grid" of ~7 pt columns
+        # that would slice "Tax Table" into "Tax | T | able".
         return None
     parent = list(range(n_rows * n_cols))
 
@@ -186,11 +192,13 @@ def _grid(hs: list[HRule], vs: list[VRule]) -> Grid | None:
     return Grid(tuple(xs), tuple(ys), regions, (xs[0], ys[0], xs[-1], ys[-1]), n_cols)
 
 
-def find_grids(rules_h: list[HRule], rules_v: list[VRule]) -> list[Grid]:
-    """Ruled grids on a page, from its horizontal and vertical rules."""
+def find_grids(rules_h: list[HRule], rules_v: list[VRule], spans: Sequence[Span]) -> list[Grid]:
+    """Ruled grids on a page, from its rules; ``spans`` (its text) sets the narrowest plausible column."""
+    heights = sorted(sp.bbox[3] - sp.bbox[1] for sp in spans)
+    min_column = MIN_COLUMN_HEIGHTS * heights[len(heights) // 2] if heights else 0.0
     grids = []
     for hs, vs in _components(_merge(rules_h), _merge(rules_v)):
-        grid = _grid(hs, vs)
+        grid = _grid(hs, vs, min_column)
         if grid is not None:
             grids.append(grid)
     return grids
@@ -209,7 +217,8 @@ def _clusters(ys: list[float], gap: float) -> list[float]:
     return out
 
 
-# A grid whose median column is narrower than this many text-line heights is a pattern, not a table.
+# A grid whose median column is narrower than this many text-line heights (the
+# page's median) is a pattern, not a table.
 MIN_COLUMN_HEIGHTS = 1.5
 
 # A gap between two pieces of one line wider than this share of the line
@@ -252,20 +261,6 @@ def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
         else:
             pieces.append((ch, cx0, cx0 + step))
     return pieces
-
-
-def too_fine(grid: Grid, spans: Sequence[Span]) -> bool:
-    """Is the lattice finer than the text on it, so it cannot be a table's?
-
-    The IRS tax tables draw a fine pattern of short rules: a 98 x 80 "grid"
-    of ~7 pt columns that slices "Tax Table" into "Tax | T | able". A real
-    table's typical column is wider than a couple of text lines are high.
-    """
-    if not spans:
-        return False
-    widths = sorted(b - a for a, b in pairwise(grid.xs))
-    heights = sorted(sp.bbox[3] - sp.bbox[1] for sp in spans)
-    return widths[len(widths) // 2] < MIN_COLUMN_HEIGHTS * heights[len(heights) // 2]
 
 
 def fill(grid: Grid, spans: Sequence[Span]) -> Table:
