@@ -99,3 +99,11 @@ def test_missing_tesseract_is_a_clear_error(corpus: Path, monkeypatch: pytest.Mo
     # Not needed, not asked for: a text-layer PDF never touches tesseract.
     doc = load_pdf(corpus / "epa_spanning_cells.pdf", ExtractConfig())
     assert "Server closets" in doc.text
+
+
+def test_ocr_always_replaces_a_good_text_layer(corpus: Path) -> None:
+    doc = load_pdf(corpus / "epa_spanning_cells.pdf", ExtractConfig(ocr="always", lang="eng", dpi=150))
+    page = doc.pages[0]
+    assert page.ocr and page.blocks and all(b.source is Source.OCR for b in page.blocks)
+    assert "Server" in page.text
+    assert doc.notes == ("page 1: OCR forced; OCR'd (eng)",)
