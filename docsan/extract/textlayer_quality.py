@@ -91,12 +91,8 @@ def _is_common_han(ch: str) -> bool:
     return 0xB0 <= first <= 0xD7
 
 
-@lru_cache(maxsize=65536)
 def _classify_token(token: str) -> str | None:
-    """'good', 'unknown', 'bad', or None for a token with no letters or digits.
-
-    Cached: running text repeats its tokens, and this is the scorer's hot spot.
-    """
+    """'good', 'unknown', 'bad', or None for a token with no letters or digits."""
     words = _english_words()
     if _BAD_CHAR.search(token) or _MARKER.search(token):
         return "bad"
@@ -119,24 +115,29 @@ def _classify_token(token: str) -> str | None:
     return "unknown"
 
 
+@lru_cache(maxsize=65536)
+def _token_units(token: str) -> tuple[int, int, int]:
+    """(good, unknown, bad) units of one whitespace token; cached, as running text repeats tokens."""
+    good = unknown = bad = 0
+    if token.isascii():
+        rest = [token]
+    else:
+        hans = _HAN.findall(token)
+        common = sum(1 for h in hans if _is_common_han(h))
+        good, unknown = common, len(hans) - common
+        rest = _HAN.sub(" ", token).split() if hans else [token]
+    for piece in rest:
+        kind = _classify_token(piece)
+        good += kind == "good"
+        unknown += kind == "unknown"
+        bad += kind == "bad"
+    return good, unknown, bad
+
+
 def assess(text: str) -> Quality:
     """Count good, unknown and bad units in ``text`` (see the module docstring)."""
     good = unknown = bad = 0
     for token in text.split():
-        hans = _HAN.findall(token)
-        if hans:
-            common = sum(1 for h in hans if _is_common_han(h))
-            good += common
-            unknown += len(hans) - common
-            rest = _HAN.sub(" ", token).split()
-        else:
-            rest = [token]
-        for piece in rest:
-            kind = _classify_token(piece)
-            if kind == "good":
-                good += 1
-            elif kind == "unknown":
-                unknown += 1
-            elif kind == "bad":
-                bad += 1
+        g, u, b = _token_units(token)
+        good, unknown, bad = good + g, unknown + u, bad + b
     return Quality(good, unknown, bad)
