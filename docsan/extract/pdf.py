@@ -121,7 +121,11 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
     number = page.number + 1
     draft = _Draft(number, page.rect.width, page.rect.height)
     found = layout.read_page(
-        page, lambda: _image_rects(page), lambda pt: config.tables and tables.plausible(pt.rules_h, pt.rules_v)
+        page,
+        # Under white text: a page without image resources skips the image
+        # pass (it costs a second interpretation of the page).
+        lambda: _image_rects(page) if page.get_images() else [],
+        lambda pt: config.tables and tables.plausible(pt.rules_h, pt.rules_v),
     )
     boxes = list(found.visible)
     coverage: float | None = None
