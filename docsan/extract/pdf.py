@@ -1,18 +1,43 @@
-"""PDF extraction with PyMuPDF: blocks with positions and font sizes."""
+"""PDF extraction: text layer with positions, tables, OCR where the text layer fails.
+
+Per page, in this order (docs/extraction.md explains each decision):
+
+1. one text pass (``layout.read_page``): visible text boxes, invisible text
+   (render mode 3 / alpha 0), white-on-white text, ruling lines;
+2. a scanned page's hidden OCR layer is its text; other invisible text is
+   dropped and counted in ``Document.notes``;
+3. the text is scored (``textlayer_quality``); a page whose text is garbage,
+   or that has no text but is covered by images, is OCR'd (``ocr``);
+4. on text pages with ruling lines, ruled tables become table blocks and
+   their text leaves the loose text (``tables``);
+5. reading order by XY-cut, headings by font size against the document's body size.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymupdf
 
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
-from docsan.model import BBox, Block, Document, DocumentKind, Page, Source
+from docsan.extract import layout, tables, textlayer_quality
+from docsan.extract.layout import PageText, Rect, TextBox
+from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Source
+
+# A page counts as a scan when images cover at least this share of it (all
+# images together: some scanners slice a page into dozens of strips).
+SCAN_COVERAGE = 0.5
 
 
 def open_pdf(path: Path) -> pymupdf.Document:
-    """Open ``path`` or raise an InputError that says what is wrong with it."""
+    """Open ``path`` or raise an InputError that says what is wrong with it.
+
+    A document whose page tree is damaged (``page_count`` itself fails) is
+    returned open; :func:`load_pdf` then reads it with pdfplumber.
+    """
     name = str(path)
     try:
         doc = pymupdf.open(path, filetype="pdf")
@@ -22,42 +47,186 @@ def open_pdf(path: Path) -> pymupdf.Document:
         raise InputError(name, "not a PDF or damaged beyond repair") from None
     if doc.needs_pass:
         raise InputError(name, "encrypted PDF (a password is needed to open it)")
-    try:
-        count = doc.page_count
-    except RuntimeError as err:
-        raise InputError(name, f"damaged PDF: {err}") from None
-    if count == 0:
-        raise InputError(name, "PDF has no pages")
     return doc
 
 
-def _page_blocks(page: pymupdf.Page) -> list[Block]:
-    blocks = []
-    data = page.get_text("dict", flags=pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP)
-    for b in data["blocks"]:
-        if b.get("type") != 0:
-            continue
-        lines = []
-        size = 0.0
-        for line in b["lines"]:
-            lines.append("".join(s["text"] for s in line["spans"]))
-            size = max([size] + [s["size"] for s in line["spans"]])
-        text = "\n".join(lines)
-        if text.strip():
-            blocks.append(Block(text, source=Source.TEXT_LAYER, bbox=BBox(*b["bbox"]), font_size=size))
-    return blocks
+def _page_count(doc: pymupdf.Document) -> int | None:
+    try:
+        return doc.page_count
+    except RuntimeError:
+        return None
 
 
-def load_pdf(path: Path, config: ExtractConfig) -> Document:
-    doc = open_pdf(path)
+def load_pdf(path: Path, config: ExtractConfig, *, pages: Iterable[int] | None = None) -> Document:
+    """Extract ``path``; ``pages`` (1-based numbers) limits the work to those pages."""
     name = str(path)
-    if doc.page_count > config.max_pages:
-        raise InputError(name, f"{doc.page_count} pages, more than the limit of {config.max_pages}")
-    pages = []
+    doc = open_pdf(path)
+    notes: list[str] = []
     with doc:
-        for page in doc:
-            rect = page.rect
-            pages.append(
-                Page(number=page.number + 1, blocks=tuple(_page_blocks(page)), width=rect.width, height=rect.height)
-            )
-    return Document(pages=tuple(pages), kind=DocumentKind.PDF, name=name)
+        count = _page_count(doc)
+        if count is None:
+            return _load_with_pdfplumber(path, config, pages)
+        if count == 0:
+            raise InputError(name, "PDF has no pages")
+        if count > config.max_pages:
+            raise InputError(name, f"{count} pages, more than the limit of {config.max_pages}")
+        if doc.is_repaired:
+            notes.append("the PDF's cross-reference table was damaged; PyMuPDF repaired it")
+        wanted = sorted(set(pages)) if pages is not None else range(1, count + 1)
+        drafts = [_extract_page(doc[n - 1], config, notes) for n in wanted if 1 <= n <= count]
+    body = layout.body_size([b for d in drafts for b in d.boxes()])
+    return Document(pages=tuple(d.page(body) for d in drafts), kind=DocumentKind.PDF, name=name, notes=tuple(notes))
+
+
+@dataclass(slots=True)
+class _Draft:
+    """A page before headings are marked (they need the whole document's body size)."""
+
+    number: int
+    width: float
+    height: float
+    items: list[TextBox | Block] = field(default_factory=list)
+    source: Source = Source.TEXT_LAYER
+    ocr: bool = False
+
+    def boxes(self) -> list[TextBox]:
+        return [it for it in self.items if isinstance(it, TextBox)] if self.source is Source.TEXT_LAYER else []
+
+    def page(self, body: float | None) -> Page:
+        blocks = []
+        for it in self.items:
+            if isinstance(it, Block):
+                blocks.append(it)
+                continue
+            heading = self.source is Source.TEXT_LAYER and layout.is_heading(it, body)
+            kind = BlockKind.HEADING if heading else BlockKind.TEXT
+            blocks.append(Block(it.text, kind=kind, source=self.source, bbox=BBox(*it.bbox), font_size=it.size))
+        return Page(self.number, tuple(blocks), width=self.width, height=self.height, ocr=self.ocr)
+
+
+def _image_rects(page: pymupdf.Page) -> list[Rect]:
+    return [tuple(info["bbox"]) for info in page.get_image_info()]  # type: ignore[misc]
+
+
+def _image_coverage(page: pymupdf.Page) -> float:
+    """Share of the page covered by images (overlaps counted twice, capped at 1)."""
+    area = abs(page.rect)
+    if not area:
+        return 0.0
+    covered = sum(abs(pymupdf.Rect(r) & page.rect) for r in _image_rects(page))
+    return min(1.0, covered / area)
+
+
+def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -> _Draft:
+    number = page.number + 1
+    draft = _Draft(number, page.rect.width, page.rect.height)
+    found = layout.read_page(
+        page,
+        # Under white text: a page without image resources skips the image
+        # pass (it costs a second interpretation of the page).
+        lambda: _image_rects(page) if page.get_images() else [],
+        lambda pt: config.tables and tables.plausible(pt.rules_h, pt.rules_v),
+    )
+    boxes = list(found.visible)
+    coverage: float | None = None
+    if found.hidden:
+        coverage = _image_coverage(page)
+        if coverage >= SCAN_COVERAGE and found.hidden_chars >= found.visible_chars:
+            # The invisible text over a scan is its OCR layer: the page's real text.
+            boxes += found.hidden
+            draft.source, draft.ocr = Source.OCR, True
+        else:
+            notes.append(f"page {number}: dropped {found.hidden_chars} characters of invisible text")
+    if found.white_chars:
+        notes.append(f"page {number}: dropped {found.white_chars} characters of white-on-white text")
+    text = "\n".join(b.text for b in boxes)
+    quality = textlayer_quality.assess(text)
+    if config.ocr == "always":
+        reason = "OCR forced"
+    elif quality.garbage:
+        reason = f"text layer is garbage ({quality.describe()})"
+    elif not text.strip():
+        if coverage is None:
+            coverage = _image_coverage(page)
+        reason = "no text layer" if coverage >= SCAN_COVERAGE else ""
+    else:
+        reason = ""
+    if reason:
+        return _ocr_draft(page, draft, config, notes, reason)
+    if config.tables and tables.plausible(found.rules_h, found.rules_v):
+        boxes = _with_tables(found, boxes, draft)
+    draft.items = layout.reading_order([*boxes, *draft.items], _bbox_of)
+    return draft
+
+
+def _ocr_draft(page: pymupdf.Page, draft: _Draft, config: ExtractConfig, notes: list[str], reason: str) -> _Draft:
+    if config.ocr == "never":
+        notes.append(f"page {draft.number}: {reason}; OCR is off, page left empty")
+        return draft
+    from docsan.extract.ocr import ocr_page
+
+    result = ocr_page(page, config)
+    notes.append(f"page {draft.number}: {reason}; OCR'd ({config.lang})")
+    notes.extend(result.notes)
+    draft.items, draft.source, draft.ocr = list(result.blocks), Source.OCR, True
+    return draft
+
+
+def _bbox_of(item: TextBox | Block) -> Rect:
+    if isinstance(item, TextBox):
+        return item.bbox
+    b = item.bbox
+    assert b is not None  # table blocks always carry their box
+    return (b.x0, b.y0, b.x1, b.y1)
+
+
+def _inside(line: layout.Line, rect: Rect) -> bool:
+    cx, cy = (line.bbox[0] + line.bbox[2]) / 2, (line.bbox[1] + line.bbox[3]) / 2
+    return rect[0] <= cx <= rect[2] and rect[1] <= cy <= rect[3]
+
+
+def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[TextBox]:
+    """Add table blocks to ``draft``; return ``boxes`` less the lines now inside a table."""
+    rects: list[Rect] = []
+    for grid in tables.find_grids(found.rules_h, found.rules_v, found.spans):
+        x0, y0, x1, y1 = grid.bbox
+        inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
+        table = tables.fill(grid, inside)
+        text = tables.render_rows(table)
+        if not text.replace("|", "").strip():
+            continue  # a ruled frame with no text: a form or a decoration, not a table
+        rects.append(grid.bbox)
+        draft.items.append(
+            Block(text, kind=BlockKind.TABLE, source=Source.TABLE_EXTRACTOR, bbox=BBox(*grid.bbox), table=table)
+        )
+    if not rects:
+        return boxes
+    kept = (b.without(lambda ln: any(_inside(ln, r) for r in rects)) for b in boxes)
+    return [b for b in kept if b is not None]
+
+
+def _load_with_pdfplumber(path: Path, config: ExtractConfig, pages: Sequence[int] | Iterable[int] | None) -> Document:
+    """Fallback for a page tree PyMuPDF cannot count (``/Count 9999999999``)."""
+    import pdfplumber
+    from pdfminer.pdfparser import PDFSyntaxError
+
+    from docsan.extract.text import paragraphs_to_blocks
+
+    name = str(path)
+    wanted = set(pages) if pages is not None else None
+    out = []
+    try:
+        with pdfplumber.open(path) as pdf:
+            if len(pdf.pages) > config.max_pages:
+                raise InputError(name, f"{len(pdf.pages)} pages, more than the limit of {config.max_pages}")
+            for i, p in enumerate(pdf.pages, start=1):
+                if wanted is not None and i not in wanted:
+                    continue
+                blocks = paragraphs_to_blocks(p.extract_text() or "", Source.TEXT_LAYER)
+                out.append(Page(i, tuple(blocks), width=float(p.width), height=float(p.height)))
+    except (PDFSyntaxError, ValueError, KeyError, TypeError) as err:
+        raise InputError(name, f"damaged PDF: page tree unreadable ({type(err).__name__})") from None
+    if not out:
+        raise InputError(name, "damaged PDF: no readable pages")
+    note = f"PyMuPDF could not read the page tree; read {len(out)} page(s) with pdfplumber (no OCR, no tables)"
+    return Document(pages=tuple(out), kind=DocumentKind.PDF, name=name, notes=(note,))

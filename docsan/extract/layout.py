@@ -1,0 +1,336 @@
+"""From PyMuPDF's text dictionary to text boxes: visibility, reading order, headings.
+
+One ``get_text("dict")`` call per page, with ``TEXT_COLLECT_VECTORS`` so the
+same pass also returns the page's vector graphics (ruling lines, filled
+rectangles): we need those to tell white-on-white text from white text on a
+coloured band, and to decide whether a page may hold a ruled table, and a
+second pass over the page content would cost as much as the text itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import pymupdf
+
+# Extraction flags: keep whitespace as drawn, drop text outside the media box,
+# and no images (they would be copied into the dictionary, bytes and all).
+TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_COLLECT_VECTORS
+
+# MuPDF's per-character flags (span "char_flags"): the glyph was filled / stroked.
+# Text in render mode 3 (invisible, the mode OCR layers use) has neither.
+_FILLED = 16
+_STROKED = 32
+
+# A colour channel at or above this counts as white (anti-aliased "white" is often 0xFE).
+_WHITE_CHANNEL = 0xF0
+
+# Vector shapes at most this thick (points) are rules, not areas.
+_THIN = 2.0
+
+# Columns are separated by a gutter at least this wide (points). Word gaps
+# inside one line are ~3 pt; the narrowest gutters in the corpus (IRS 1040NR,
+# 3 columns) are ~12 pt.
+MIN_GUTTER = 6.0
+
+# A block is a heading when its font is this much larger than the document's
+# body text: both relative (15%) and absolute (1 pt), so 9.5 pt vs 9 pt
+# rounding noise is not a heading, and it has at most this many lines.
+HEADING_RATIO = 1.15
+HEADING_MIN_DELTA = 1.0
+HEADING_MAX_LINES = 3
+
+Rect = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a text block: its text, box and largest font size."""
+
+    text: str
+    bbox: Rect
+    size: float
+
+
+@dataclass(frozen=True, slots=True)
+class TextBox:
+    """One PyMuPDF text block, reduced to the spans that matter."""
+
+    lines: tuple[Line, ...]
+    # The font size carrying most of the block's characters.
+    size: float
+    # Computed once (the reading order reads it many times).
+    bbox: Rect
+
+    @classmethod
+    def of(cls, lines: Sequence[Line]) -> TextBox | None:
+        lines = tuple(ln for ln in lines if ln.text.strip())
+        if not lines:
+            return None
+        sizes: Counter[float] = Counter()
+        for ln in lines:
+            sizes[ln.size] += len(ln.text.strip())
+        bbox = (
+            min(ln.bbox[0] for ln in lines),
+            min(ln.bbox[1] for ln in lines),
+            max(ln.bbox[2] for ln in lines),
+            max(ln.bbox[3] for ln in lines),
+        )
+        return cls(lines, sizes.most_common(1)[0][0], bbox)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(ln.text for ln in self.lines)
+
+    @property
+    def chars(self) -> int:
+        return sum(len(ln.text.strip()) for ln in self.lines)
+
+    def without(self, drop: Callable[[Line], bool]) -> TextBox | None:
+        """This box less the lines ``drop`` selects, or None when nothing is left."""
+        return TextBox.of([ln for ln in self.lines if not drop(ln)])
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A visible span: text, box, and the vertical centre of its line."""
+
+    text: str
+    bbox: Rect
+    line_y: float
+
+
+@dataclass(slots=True)
+class PageText:
+    """What one extraction pass found on a page."""
+
+    visible: list[TextBox] = field(default_factory=list)
+    # Text drawn invisibly (render mode 3 or alpha 0): an OCR layer over a
+    # scan, or hidden text that must not reach a prompt.
+    hidden: list[TextBox] = field(default_factory=list)
+    # Characters of white text on a white background, dropped.
+    white_chars: int = 0
+    # Straight thin lines and rectangle edges: the ruling lines of tables,
+    # horizontal as (x0, x1, y) and vertical as (y0, y1, x).
+    rules_h: list[tuple[float, float, float]] = field(default_factory=list)
+    rules_v: list[tuple[float, float, float]] = field(default_factory=list)
+    # Every visible span, for table cells (which cut across MuPDF's blocks).
+    spans: list[Span] = field(default_factory=list)
+    # Non-white filled areas: backgrounds that make white text visible.
+    fills: list[Rect] = field(default_factory=list)
+
+    @property
+    def hidden_chars(self) -> int:
+        return sum(b.chars for b in self.hidden)
+
+    @property
+    def visible_chars(self) -> int:
+        return sum(b.chars for b in self.visible)
+
+
+def _is_white(color: int) -> bool:
+    return all(((color >> shift) & 0xFF) >= _WHITE_CHANNEL for shift in (16, 8, 0))
+
+
+def is_hidden(span: dict) -> bool:
+    return span.get("alpha", 255) == 0 or not (span.get("char_flags", _FILLED) & (_FILLED | _STROKED))
+
+
+def _overlaps(a: Rect, b: Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _split_columns(lines: list[Line]) -> list[list[Line]]:
+    """Split a MuPDF block whose lines sit in separate columns.
+
+    MuPDF groups lines in content-stream order; a file that draws a page
+    row by row across three columns (the IRS 1040NR instructions) yields
+    blocks mixing lines of all columns. Lines whose x-ranges are separated
+    by a gutter belong to different blocks.
+    """
+    if len(lines) < 2:
+        return [lines]
+    ordered = sorted(range(len(lines)), key=lambda i: lines[i].bbox[0])
+    groups = [[ordered[0]]]
+    end = lines[ordered[0]].bbox[2]
+    for i in ordered[1:]:
+        x0, _, x1, _ = lines[i].bbox
+        if x0 > end + MIN_GUTTER:
+            groups.append([])
+        groups[-1].append(i)
+        end = max(end, x1)
+    if len(groups) == 1:
+        return [lines]
+    # Keep the original line order inside each column.
+    return [[lines[i] for i in sorted(g)] for g in groups]
+
+
+def _line(spans: list[dict], bbox: Rect | None) -> Line:
+    """A line from its spans; ``bbox`` is MuPDF's line box when no span was dropped."""
+    if bbox is None:
+        bbox = (
+            min(sp["bbox"][0] for sp in spans),
+            min(sp["bbox"][1] for sp in spans),
+            max(sp["bbox"][2] for sp in spans),
+            max(sp["bbox"][3] for sp in spans),
+        )
+    return Line("".join(sp["text"] for sp in spans), bbox, round(max(sp["size"] for sp in spans), 1))
+
+
+def read_page(
+    page: pymupdf.Page,
+    image_rects: Callable[[], list[Rect]],
+    want_spans: Callable[[PageText], bool] = lambda _: True,
+) -> PageText:
+    """Extract text boxes and rules from ``page`` in one pass.
+
+    ``image_rects`` is called only when white text is found, to see whether
+    it sits on a picture (visible) or on the white page (hidden).
+    ``want_spans`` sees the page's rules (collected first) and says whether
+    to keep the visible spans for table cells; most pages need none.
+    """
+    data = page.get_text("dict", flags=TEXT_FLAGS)
+    if page.rotation:
+        to_display(data, page)
+    out = PageText()
+    text_blocks = []
+    for b in data["blocks"]:
+        if b["type"] == 0:
+            text_blocks.append(b)
+        elif b["type"] == 3:
+            _add_vector(out, b)
+    images: list[Rect] | None = None
+    keep_spans = want_spans(out)
+    for b in text_blocks:
+        shown: list[Line] = []
+        hidden: list[Line] = []
+        for line in b["lines"]:
+            vis_spans, hid_spans = [], []
+            line_y = (line["bbox"][1] + line["bbox"][3]) / 2
+            for s in line["spans"]:
+                if is_hidden(s):
+                    hid_spans.append(s)
+                    continue
+                if _is_white(s["color"]) and s["text"].strip():
+                    if images is None:
+                        images = image_rects()
+                    bb = tuple(s["bbox"])
+                    if not any(_overlaps(bb, r) for r in out.fills + images):
+                        out.white_chars += len(s["text"].strip())
+                        continue
+                vis_spans.append(s)
+                if keep_spans:
+                    out.spans.append(Span(s["text"], tuple(s["bbox"]), line_y))  # type: ignore[arg-type]
+            whole = len(vis_spans) == len(line["spans"])
+            for spans, target in ((vis_spans, shown), (hid_spans, hidden)):
+                if spans:
+                    target.append(_line(spans, tuple(line["bbox"]) if whole and target is shown else None))
+        for lines, target_list in ((shown, out.visible), (hidden, out.hidden)):
+            for group in _split_columns(lines):
+                box = TextBox.of(group)
+                if box is not None:
+                    target_list.append(box)
+    return out
+
+
+def to_display(data: dict, page: pymupdf.Page) -> None:
+    """Turn every box of a text dictionary from unrotated into displayed page coordinates.
+
+    MuPDF reports text of a ``/Rotate 90`` page in the unrotated space, where
+    its lines run vertically; columns, rows and table cells only make sense
+    as the reader sees the page.
+    """
+    a, b_, c, d, e, f = tuple(page.rotation_matrix)
+
+    def turn(bbox: Sequence[float]) -> Rect:
+        # Plain arithmetic: pymupdf.Rect * Matrix is ~10x slower per box.
+        x0, y0, x1, y1 = bbox
+        xs = (a * x0 + c * y0 + e, a * x1 + c * y1 + e)
+        ys = (b_ * x0 + d * y0 + f, b_ * x1 + d * y1 + f)
+        return (min(xs), min(ys), max(xs), max(ys))
+
+    for b in data["blocks"]:
+        b["bbox"] = turn(b["bbox"])
+        for line in b.get("lines", ()):
+            line["bbox"] = turn(line["bbox"])
+            for span in line["spans"]:
+                span["bbox"] = turn(span["bbox"])
+                for ch in span.get("chars", ()):
+                    ch["bbox"] = turn(ch["bbox"])
+
+
+def _add_vector(out: PageText, v: dict) -> None:
+    x0, y0, x1, y1 = v["bbox"]
+    w, h = x1 - x0, y1 - y0
+    if v.get("alpha", 255) == 0:
+        return
+    if v.get("stroked") or min(w, h) <= _THIN:
+        # A thin filled rectangle is how most generators draw a rule; a
+        # stroked rectangle contributes its four edges.
+        if h <= _THIN and w >= _THIN:
+            out.rules_h.append((x0, x1, (y0 + y1) / 2))
+        elif w <= _THIN and h >= _THIN:
+            out.rules_v.append((y0, y1, (x0 + x1) / 2))
+        elif v.get("isrect"):
+            out.rules_h += [(x0, x1, y0), (x0, x1, y1)]
+            out.rules_v += [(y0, y1, x0), (y0, y1, x1)]
+        return
+    if not _is_white(v.get("color") or 0):
+        out.fills.append((x0, y0, x1, y1))
+
+
+T = TypeVar("T")
+
+
+def reading_order(items: Sequence[T], bbox: Callable[[T], Rect]) -> list[T]:
+    """Order ``items`` column by column with a recursive XY-cut.
+
+    Split at a vertical gutter if one runs through the whole group (columns
+    are read left to right, each to the end before the next); otherwise at a
+    horizontal gap (bands top to bottom); a group that cannot be cut is read
+    top to bottom, left to right. A full-width title above three columns
+    blocks every vertical cut, so it is first cut off as a band, then the
+    band below splits into its columns.
+    """
+    return [it for _, it in _xy_cut([(bbox(it), it) for it in items])]
+
+
+def _xy_cut(boxed: list[tuple[Rect, T]]) -> list[tuple[Rect, T]]:
+    if len(boxed) <= 1:
+        return boxed
+    for axis, gap in ((0, MIN_GUTTER), (1, 0.0)):
+        parts = _split(boxed, axis, gap)
+        if len(parts) > 1:
+            return [x for part in parts for x in _xy_cut(part)]
+    return sorted(boxed, key=lambda bi: (round(bi[0][1], 1), bi[0][0]))
+
+
+def _split(boxed: list[tuple[Rect, T]], axis: int, min_gap: float) -> list[list[tuple[Rect, T]]]:
+    lo, hi = axis, axis + 2
+    ordered = sorted(boxed, key=lambda bi: bi[0][lo])
+    parts = [[ordered[0]]]
+    end = ordered[0][0][hi]
+    for bi in ordered[1:]:
+        if bi[0][lo] > end + min_gap:
+            parts.append([bi])
+        else:
+            parts[-1].append(bi)
+        end = max(end, bi[0][hi])
+    return parts
+
+
+def body_size(boxes: Sequence[TextBox]) -> float | None:
+    """The font size carrying most characters: the body text's size."""
+    sizes: Counter[float] = Counter()
+    for b in boxes:
+        sizes[round(b.size * 2) / 2] += b.chars
+    return sizes.most_common(1)[0][0] if sizes else None
+
+
+def is_heading(box: TextBox, body: float | None) -> bool:
+    if body is None or len(box.lines) > HEADING_MAX_LINES:
+        return False
+    return box.size >= body * HEADING_RATIO and box.size >= body + HEADING_MIN_DELTA

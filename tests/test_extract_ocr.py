@@ -1,0 +1,109 @@
+"""OCR with the real tesseract on the corpus scans. Slow: few pages, each extracted once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytesseract
+import pytest
+
+from docsan.config import ExtractConfig
+from docsan.extract.ocr import OcrUnavailableError
+from docsan.extract.pdf import load_pdf
+from docsan.model import Document, Source
+
+pytestmark = pytest.mark.slow
+
+# 200 dpi: the corpus notes that tesseract reads the customs decision almost
+# perfectly at 200 dpi, and it is ~2x faster than 300 on a shared 2-core box.
+FAST = ExtractConfig(dpi=200)
+
+
+def _ocr_pages(doc: Document) -> list[int]:
+    return [p.number for p in doc.pages if p.ocr]
+
+
+@pytest.fixture(scope="module")
+def linn(corpus: Path) -> Document:
+    # English brochure: eng alone, 150 dpi (its 300-dpi scan has large type).
+    return load_pdf(corpus / "linn_sequencer_cardinal_rotations_4p.pdf", ExtractConfig(lang="eng", dpi=150))
+
+
+def test_customs_penalty_decision_scan(corpus: Path) -> None:
+    doc = load_pdf(corpus / "zh_admin_penalty_decision_scan_3p.pdf", FAST, pages=[1])
+    assert _ocr_pages(doc) == [1]
+    assert "行政处罚决定书" in doc.text and "常州海关" in doc.text
+    blocks = doc.pages[0].blocks
+    assert len(blocks) > 2 and all(b.source is Source.OCR and b.bbox is not None for b in blocks)
+    # Boxes are in PDF points, inside the page.
+    page = doc.pages[0]
+    assert all(0 <= b.bbox.x0 < b.bbox.x1 <= (page.width or 0) + 1 for b in blocks if b.bbox)
+    assert any("no text layer; OCR'd (chi_sim+eng)" in n for n in doc.notes)
+
+
+def test_title_page_scan_at_default_settings(corpus: Path) -> None:
+    doc = load_pdf(corpus / "zh_cv_book_titlepage_scan_1p.pdf", ExtractConfig())
+    assert "计算机视觉" in doc.text
+
+
+@pytest.mark.parametrize("page_no", [1, 2, 3, 4])
+def test_rotated_pages_are_turned_upright(linn: Document, page_no: int) -> None:
+    page = linn.pages[page_no - 1]
+    assert page.ocr and "sequencer" in page.text.lower()
+    turned = any(n.startswith(f"page {page_no}: turned") for n in linn.notes)
+    assert turned is (page_no != 1)
+
+
+def test_scan_sliced_into_strips_is_detected_as_a_scan(corpus: Path) -> None:
+    # 62 image strips per page, none covering half of it: coverage is summed.
+    doc = load_pdf(corpus / "zh_capital_book_scan_strips_8p.pdf", FAST, pages=[1])
+    assert _ocr_pages(doc) == [1]
+    han = sum(1 for ch in doc.text if "\u4e00" <= ch <= "\u9fff")
+    assert han > 300
+    assert "商品" in doc.text
+
+
+def test_per_page_decision_text_layer_then_ocr(corpus: Path) -> None:
+    doc = load_pdf(corpus / "mixed_text_and_image_pages_2p.pdf", ExtractConfig(lang="eng", dpi=200))
+    first, second = doc.pages
+    assert not first.ocr and all(b.source is not Source.OCR for b in first.blocks)
+    assert second.ocr and "Ukraine" in second.text
+    assert [n for n in doc.notes if "OCR'd" in n] == ["page 2: no text layer; OCR'd (eng)"]
+
+
+def test_garbage_text_layer_is_replaced_by_ocr(corpus: Path) -> None:
+    doc = load_pdf(corpus / "memo_scan_garbage_ocr_layer.pdf", ExtractConfig(lang="eng", dpi=200))
+    assert doc.pages[0].ocr and "«POAH" not in doc.text
+    assert "Foundation" in doc.text and "letter" in doc.text.lower()
+    assert any("garbage" in n and "OCR'd" in n for n in doc.notes)
+
+
+def test_huge_page_is_downscaled_not_hung(corpus: Path) -> None:
+    # Page 2 is a 30-inch square, 9000x9000 px at 300 dpi; a 10 MP cap renders it at 105 dpi.
+    config = ExtractConfig(lang="eng", dpi=150, ocr_max_megapixels=10)
+    doc = load_pdf(corpus / "huckfinn_mixed_scans_6p.pdf", config, pages=[2])
+    assert any("rendered at 105 dpi instead of 150" in n for n in doc.notes)
+    assert doc.pages[0].ocr
+
+
+def test_timeout_leaves_the_page_empty_with_a_note(corpus: Path) -> None:
+    doc = load_pdf(corpus / "zh_cv_book_titlepage_scan_1p.pdf", ExtractConfig(ocr_timeout_s=0.01))
+    assert doc.text == ""
+    assert any("gave up" in n for n in doc.notes)
+
+
+def test_missing_tesseract_is_a_clear_error(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", "/nonexistent/tesseract")
+    with pytest.raises(OcrUnavailableError, match="install tesseract"):
+        load_pdf(corpus / "zh_cv_book_titlepage_scan_1p.pdf", ExtractConfig())
+    # Not needed, not asked for: a text-layer PDF never touches tesseract.
+    doc = load_pdf(corpus / "epa_spanning_cells.pdf", ExtractConfig())
+    assert "Server closets" in doc.text
+
+
+def test_ocr_always_replaces_a_good_text_layer(corpus: Path) -> None:
+    doc = load_pdf(corpus / "epa_spanning_cells.pdf", ExtractConfig(ocr="always", lang="eng", dpi=150))
+    page = doc.pages[0]
+    assert page.ocr and page.blocks and all(b.source is Source.OCR for b in page.blocks)
+    assert "Server" in page.text
+    assert doc.notes == ("page 1: OCR forced; OCR'd (eng)",)

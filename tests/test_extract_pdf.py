@@ -1,0 +1,143 @@
+"""Text-layer extraction on real corpus files: reading order, headings, hidden text, garbage layers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from docsan.config import ExtractConfig
+from docsan.extract import load
+from docsan.extract.joining import join_pieces
+from docsan.extract.pdf import load_pdf
+from docsan.extract.textlayer_quality import assess
+from docsan.model import BlockKind, Document, Source
+
+NO_OCR = ExtractConfig(ocr="never")
+
+
+@pytest.fixture(scope="module")
+def fedreg(corpus: Path) -> Document:
+    return load_pdf(corpus / "fedreg_2020-17221_15p.pdf", NO_OCR)
+
+
+@pytest.fixture(scope="module")
+def irs(corpus: Path) -> Document:
+    return load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", NO_OCR, pages=range(1, 8))
+
+
+def _column_sequence(doc: Document, page_no: int, top: float, bottom: float) -> list[int]:
+    page = doc.pages[[p.number for p in doc.pages].index(page_no)]
+    third = (page.width or 612) / 3
+    seq = []
+    for b in page.blocks:
+        assert b.bbox is not None
+        if b.kind is BlockKind.TEXT and b.bbox.y0 > top and b.bbox.y1 < bottom and b.bbox.width < third:
+            seq.append(int((b.bbox.x0 + b.bbox.x1) / 2 // third))
+    return seq
+
+
+@pytest.mark.parametrize("page_no", [1, 2, 3, 14, 15])
+def test_fedreg_three_columns_read_column_by_column(fedreg: Document, page_no: int) -> None:
+    seq = _column_sequence(fedreg, page_no, top=60, bottom=740)
+    assert set(seq) == {0, 1, 2}
+    assert seq == sorted(seq), f"page {page_no} jumps between columns: {seq}"
+
+
+@pytest.mark.parametrize("page_no", [3, 4, 5])
+def test_irs_row_interleaved_columns_are_separated(irs: Document, page_no: int) -> None:
+    # This file draws lines row by row across the three columns; MuPDF's own
+    # blocks mix the columns. Every block must now lie within one column.
+    seq = _column_sequence(irs, page_no, top=40, bottom=750)
+    assert len(seq) >= 6
+    assert seq == sorted(seq), f"page {page_no} jumps between columns: {seq}"
+    page = irs.pages[page_no - 1]
+    third = (page.width or 612) / 3
+    body = [b for b in page.blocks if b.kind is BlockKind.TEXT and b.bbox and b.bbox.height > 40]
+    assert body and all(b.bbox is not None and b.bbox.width < third for b in body)
+
+
+def test_sentence_continues_inside_its_column(fedreg: Document) -> None:
+    text = fedreg.pages[1].text
+    # Column 1 of page 2 starts mid-sentence and ends the Lion Air paragraph
+    # before column 2 begins; across-column reading would interleave them.
+    assert text.index("Hatta International Airport in Jakarta") < text.index("Following the Lion Air Flight 610")
+
+
+def test_headings_by_font_size(irs: Document) -> None:
+    headings = [b for p in irs.pages for b in p.blocks if b.kind is BlockKind.HEADING]
+    texts = [b for p in irs.pages for b in p.blocks if b.kind is BlockKind.TEXT]
+    assert headings, "the IRS instructions have larger section titles"
+    body = max(texts, key=lambda b: len(b.text))
+    assert all(h.font_size and body.font_size and h.font_size > body.font_size for h in headings)
+    assert all(len(h.text.splitlines()) <= 3 for h in headings)
+
+
+def test_white_on_white_text_is_dropped_and_noted(fedreg: Document) -> None:
+    # The GPO slug ("VerDate ... jbell on DSK...") is printed white on every page.
+    assert "VerDate" not in fedreg.text and "jbell on" not in fedreg.text
+    noted = [n for n in fedreg.notes if "white-on-white" in n]
+    assert len(noted) == 15
+    assert "Federal Register" in fedreg.text
+
+
+def test_white_text_on_a_coloured_band_is_kept(corpus: Path) -> None:
+    # The Cancer Council cover sets "Cancer information" in white on a blue/yellow band.
+    doc = load_pdf(corpus / "cancer_council_breast_cancer_guide_76p.pdf", NO_OCR, pages=[1])
+    assert "information" in doc.text
+    assert not any("white-on-white" in n for n in doc.notes)
+
+
+def test_ocr_layer_of_a_scan_is_kept_when_usable(corpus: Path) -> None:
+    # Noisy but usable Chinese OCR layer under full-page scans: no re-OCR needed.
+    doc = load_pdf(corpus / "zh_feida_audit_letter_scan_ocrlayer_6p.pdf", ExtractConfig(), pages=[1, 2])
+    assert "菲达环保" in doc.text and "上海证券交易所" in doc.text
+    assert all(p.ocr and all(b.source is Source.OCR for b in p.blocks) for p in doc.pages)
+    assert not any("OCR'd" in n or "invisible" in n for n in doc.notes)
+
+
+def test_garbage_ocr_layer_is_not_trusted(corpus: Path) -> None:
+    doc = load_pdf(corpus / "memo_scan_garbage_ocr_layer.pdf", NO_OCR)
+    assert "«POAH" not in doc.text and doc.pages[0].blocks == ()
+    assert any("garbage" in n and "OCR is off" in n for n in doc.notes)
+
+
+def test_unmapped_font_junk_does_not_leak(corpus: Path) -> None:
+    doc = load_pdf(corpus / "odd_truetype_font_nomapping.pdf", NO_OCR)
+    assert doc.text == ""
+    assert any("garbage" in n for n in doc.notes)
+
+
+def test_mojibake_page_is_garbage_but_its_neighbours_are_not(corpus: Path) -> None:
+    doc = load_pdf(corpus / "ibm_redp5110_sampled_18p.pdf", NO_OCR, pages=[2, 3, 4])
+    garbage_pages = {n.split(":")[0] for n in doc.notes if "garbage" in n}
+    assert garbage_pages == {"page 3"}
+    assert "§ìÜ£îüí" not in doc.text
+    assert "Row and Column Access Control" in doc.pages[0].text + doc.pages[2].text
+
+
+def test_fffd_dot_leaders_do_not_make_a_page_garbage(corpus: Path) -> None:
+    doc = load_pdf(corpus / "us_budget_fy2013_table_s4_rotated_fffd.pdf", NO_OCR)
+    assert not any("garbage" in n for n in doc.notes)
+    assert "Social Security" in doc.text and "Defense" in doc.text
+
+
+def test_quality_scores_real_text_and_junk() -> None:
+    assert not assess("The Foundation has received the following letters and contracts.").garbage
+    assert not assess("关于浙江菲达环保科技股份有限公司年度报告中有关财务事项的说明").garbage
+    assert assess("(cid:12)(cid:7) (cid:3)(cid:9) GLYPH<3>GLYPH<8>").garbage
+    assert assess("\ufffd\ufffd\ufffd \ufffd\ufffd \ufffd\ufffd\ufffd\ufffd").garbage
+    assert assess("«POAH «3E*»CM tanntxim. n»Bfl. iseorty ttsrootj saifii").garbage
+    assert not assess("").garbage
+
+
+def test_cjk_pieces_are_joined_without_spaces() -> None:
+    assert join_pieces(["费用", "分", "类"]) == "费用分类"
+    assert join_pieces(["2017", "年", "9", "月"]) == "2017年9月"
+    assert join_pieces(["Long", "Gun"]) == "Long Gun"
+
+
+def test_load_dispatches_pdf_by_content(corpus: Path) -> None:
+    doc = load(corpus / "dmca_copyright_office_summary_18p.pdf", NO_OCR)
+    assert len(doc.pages) == 18
+    assert "Digital Millennium Copyright Act" in doc.text
