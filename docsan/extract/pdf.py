@@ -78,6 +78,11 @@ def load_pdf(path: Path, config: ExtractConfig, *, pages: Iterable[int] | None =
     return Document(pages=tuple(d.page(body) for d in drafts), kind=DocumentKind.PDF, name=name, notes=tuple(notes))
 
 
+# Characters a page needs before its own body size counts (a cover page's few
+# large words are not body text).
+PAGE_BODY_MIN_CHARS = 100
+
+
 @dataclass(slots=True)
 class _Draft:
     """A page before headings are marked (they need the whole document's body size)."""
@@ -93,6 +98,11 @@ class _Draft:
         return [it for it in self.items if isinstance(it, TextBox)] if self.source is Source.TEXT_LAYER else []
 
     def page(self, body: float | None) -> Page:
+        # A page of prose in a document dominated by small table print (zh_dbdq: 14 pt text, 9 pt
+        # tables) would otherwise be all "headings": a heading must also stand out on its own page.
+        boxes = self.boxes()
+        if body is not None and sum(b.chars for b in boxes) >= PAGE_BODY_MIN_CHARS:
+            body = max(body, layout.body_size(boxes) or body)
         blocks = []
         for it in self.items:
             if isinstance(it, Block):

@@ -11,9 +11,12 @@ A block continues the one before it when all of this holds:
 - both are text blocks from a PDF layout (text layer or OCR) with a box and
   a font size, holding one line of text that is one line on the page too
   (the box at most 1.6 font sizes tall);
-- same font size (within 10%), the same left edge (within 0.3 font sizes),
-  and the next line starts below, less than 0.8 font sizes further down (a
-  paragraph gap is wider; a cell beside it on the same row is not below);
+- same font size (within 10%), the same left edge (within 0.3 font sizes) or
+  the earlier line indented by up to 2.5 font sizes (a paragraph's first
+  line: Chinese indents two characters), and the next line starts below,
+  less than 1.5 font sizes further down (Chinese reports are often set with
+  double line spacing, zh_dbdq: 1.2 font sizes between lines; a cell beside
+  it on the same row is not below);
 - the earlier line is full: it ends within two font sizes (two CJK
   characters, about four Latin ones) of the column's right edge, the widest
   line starting at that left edge.
@@ -24,7 +27,8 @@ one-row block, so that test stays too). Only one-line boxes merge and a
 merged block is several lines tall, so a second pass merges nothing new: the
 regrouping is idempotent. Ragged-right
 lines that end early are not merged (safe: they stay separate blocks as the
-extractor gave them); a paragraph's indented first line stays its own block.
+extractor gave them). The "full line" test is what tells a wrapped line from
+a paragraph end, which is why the gap allowance can be generous.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ from docsan.model import BBox, Block, BlockKind, Source
 _LAYOUT = frozenset({Source.TEXT_LAYER, Source.OCR})
 # In font sizes; see the module docstring.
 _SINGLE_LINE = 1.6
-_MAX_GAP = 0.8
+_MAX_GAP = 1.5
 _ALIGN = 0.3
+_FIRST_LINE_INDENT = 2.5
 _SAME_SIZE = 0.1
 _FULL = 2.0
 
@@ -101,7 +106,7 @@ def _continues(prev: Block, nxt: Block, edges: dict[int, float]) -> bool:
     if abs(nxt.font_size - size) > _SAME_SIZE * size:
         return False
     left = nxt.bbox.x0
-    if abs(prev.bbox.x0 - left) > _ALIGN * size:
+    if not -_ALIGN * size <= prev.bbox.x0 - left <= _FIRST_LINE_INDENT * size:
         return False
     if not -_ALIGN * size <= nxt.bbox.y0 - prev.bbox.y1 <= _MAX_GAP * size:
         return False
