@@ -2,7 +2,8 @@
 
 The shared corpus lives beside the checkout (``../shared/corpus`` in CI). A
 worktree may sit one level deeper, so the nearest ``shared/corpus`` above the
-repository root is used; ``DOCSAN_CORPUS`` overrides it.
+repository root is used; ``DOCSAN_SHARED`` (the folder holding corpus/ and
+seed/) overrides it.
 """
 
 from __future__ import annotations
@@ -22,16 +23,27 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH_VENV = ROOT / ".venv-bench"
 
 
+def shared_dir() -> Path | None:
+    """The team's shared folder (corpus/ and seed/): ``DOCSAN_SHARED``, else the nearest ``shared/`` above ROOT."""
+    env = os.environ.get("DOCSAN_SHARED")
+    if env:
+        return Path(env) if (Path(env) / "corpus" / "MANIFEST.tsv").is_file() else None
+    for parent in ROOT.parents:
+        if (parent / "shared" / "corpus" / "MANIFEST.tsv").is_file():
+            return parent / "shared"
+    return None
+
+
 def corpus_dir() -> Path | None:
     """The shared corpus folder (holding MANIFEST.tsv and pdfs/), or None when there is none."""
-    env = os.environ.get("DOCSAN_CORPUS")
-    if env:
-        return Path(env) if (Path(env) / "MANIFEST.tsv").is_file() else None
-    for parent in ROOT.parents:
-        candidate = parent / "shared" / "corpus"
-        if (candidate / "MANIFEST.tsv").is_file():
-            return candidate
-    return None
+    shared = shared_dir()
+    return shared / "corpus" if shared else None
+
+
+def seed_dir() -> Path | None:
+    """The incident report's folder (``shared/seed``)."""
+    shared = shared_dir()
+    return shared / "seed" if shared and (shared / "seed").is_dir() else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 import regex
 
 from bench import noise
-from bench.common import ROOT, CorpusFile, available_stages, count_tokens, docsan_config
+from bench.common import ROOT, CorpusFile, available_stages, count_tokens, docsan_config, seed_dir
 from bench.tools_speed import QUIET_ENV, unstructured_python
 
 # Clean prose for the English documents: body paragraphs of two corpus files.
@@ -64,11 +64,11 @@ def chinese_base() -> list[str]:
     with hardly a paragraph of running prose; the incident report is the one
     clean Chinese text the project shares, so it is the base here.
     """
-    seed_dir = next((p / "shared" / "seed" for p in ROOT.parents if (p / "shared" / "seed").is_dir()), None)
-    if seed_dir is None:
+    folder = seed_dir()
+    if folder is None:
         return []
     paragraphs = []
-    for path in sorted(seed_dir.glob("*.txt")):
+    for path in sorted(folder.glob("*.txt")):
         for line in path.read_text(encoding="utf-8").splitlines():
             text = _clean_base(line)
             han = len(_HAN.findall(text))

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     files: list[common.CorpusFile] = []
     scans: list[common.CorpusFile] = []
     if corpus is None:
-        notes.append("shared corpus not found (set DOCSAN_CORPUS or place it at ../shared/corpus)")
+        notes.append("shared corpus not found (set DOCSAN_SHARED or place it at ../shared/corpus)")
     else:
         files = common.text_layer_files(corpus)
         scans = common.scan_files(corpus)
