@@ -271,6 +271,7 @@ MICRO_TARGETS = {
     "bench_budget": "budget selection time on an 8k-token and a 32k-token document (issue 4)",
     "bench_extract": "extraction cost against plain PyMuPDF (issue 2)",
     "bench_engine": "embedded vLLM engine: start time and tokens/s (issue 5)",
+    "bench_structure": "furniture and table stages",
 }
 
 
