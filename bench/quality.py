@@ -27,7 +27,7 @@ from pathlib import Path
 import regex
 
 from bench import noise
-from bench.common import ROOT, CorpusFile, available_stages, count_tokens, docsan_config, seed_dir
+from bench.common import ROOT, CorpusFile, available_stages, count_tokens, docsan_config, seed_dir, tokenizer_name
 from bench.tools_speed import QUIET_ENV, unstructured_python
 
 # Clean prose for the English documents: body paragraphs of two corpus files.
@@ -256,6 +256,7 @@ def run(
         **run_quality(corpus, timeout_s=timeout_s, skip=skip, log=log),
         **stage_tokens(files, log=log),
         "stages_available": available_stages(),
+        "tokenizer": tokenizer_name(),
     }
 
 

