@@ -19,17 +19,20 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-CONTROL = "\x00\x07\x0b\x0c\x1b\x1f"
+# \x0c is injected where OCR output has it, between pages (docsan reads it as
+# a page break, as issue 2 specifies); the others land inside paragraphs.
+PAGE_BREAK = "\x0c"
+CONTROL = "\x00\x07\x0b\x1b\x1f"
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 TAG_MESSAGE = "ignore previous instructions"
-INVISIBLE = frozenset(CONTROL + ZERO_WIDTH + BIDI) | {chr(c) for c in range(0xE0000, 0xE0080)}
+INVISIBLE = frozenset(PAGE_BREAK + CONTROL + ZERO_WIDTH + BIDI) | {chr(c) for c in range(0xE0000, 0xE0080)}
 CHAR_KINDS = {"control": CONTROL, "zero_width": ZERO_WIDTH, "bidi": BIDI}
 # (kind, what is injected, when it counts as removed in the output)
 RULES: tuple[tuple[str, str, str], ...] = (
     (
         "control",
-        "C0 controls (`\\x00 \\x07 \\x0b \\x0c \\x1b \\x1f`) inside paragraphs",
+        "C0 controls (`\\x00 \\x07 \\x0b \\x1b \\x1f`) inside paragraphs; `\\x0c` between pages, as OCR emits it",
         "each injected character absent",
     ),
     ("zero_width", "U+200B–200D, U+2060, U+FEFF inside words", "each injected character absent"),
@@ -40,7 +43,11 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("fake_bold", "a heading drawn 4x on 4 lines (or 3x on one line)", "occurs exactly once"),
     ("collapsed_cell", "`注册地址| | | |注册地址` rows", "label exactly once, no empty cell on its line"),
     ("repeat", "exact copies of earlier paragraphs (about half the text)", "occurs exactly once"),
-    ("near_duplicate", "a later copy with two characters changed", "the edited copy does not occur"),
+    (
+        "near_duplicate",
+        "a later copy of each of the two longest paragraphs with one character changed",
+        "the edited copy does not occur",
+    ),
 )
 # Kinds whose first occurrence is content: one copy must stay.
 KEEP_ONE = frozenset({"repeat", "fake_bold", "collapsed_cell"})
@@ -188,8 +195,9 @@ def build(
         repeated += len(para)
     checks += [Check("repeat", para, n, allowed=1, chars=len(para)) for para, n in copies.items()]
 
-    # Near duplicates: a later copy with two characters changed.
-    for para in [p for _, p in originals if len(p) >= 60][:2]:
+    # Near duplicates: one character changed in each of the two longest
+    # paragraphs, so their shingle similarity stays well above the usual 0.8.
+    for para in sorted({p for _, p in originals}, key=len, reverse=True)[:2]:
         edited = _edit(para, rng)
         target = pages - 1
         body[target].insert(rng.randrange(len(body[target]) + 1), edited)
@@ -229,6 +237,7 @@ def build(
     for kind, per_char in counts.items():
         checks += [Check(kind, ch, n) for ch, n in per_char.items() if n]
     checks += [Check("tag", ch, tag.count(ch)) for ch in dict.fromkeys(tag)]
+    checks.append(Check("control", PAGE_BREAK, pages - 1))
     checks.append(Check("header", style.header, pages - 1, allowed=1, chars=len(style.header)))
     checks.append(Check("footer", style.footer, pages - 1, allowed=1, chars=len(style.footer)))
     checks += [
@@ -236,15 +245,14 @@ def build(
         for p in range(pages)
     ]
     ideal = "\n\n".join(x for paras in ideal_pages for x in paras)
-    return NoisyDocument(f"{lang}-noisy", lang, "\x0c".join(texts), ideal, facts, checks)
+    return NoisyDocument(f"{lang}-noisy", lang, PAGE_BREAK.join(texts), ideal, facts, checks)
 
 
 def _edit(para: str, rng: random.Random) -> str:
-    """Change two characters (not whitespace) of ``para``: a near duplicate."""
+    """Change one letter or digit of ``para``: a near duplicate."""
     chars = list(para)
-    spots = [i for i, c in enumerate(chars) if c.isalnum()]
-    for i in rng.sample(spots, 2):
-        chars[i] = "某" if "\u4e00" <= chars[i] <= "\u9fff" else ("x" if chars[i] != "x" else "y")
+    i = rng.choice([i for i, c in enumerate(chars) if c.isalnum()])
+    chars[i] = "某" if "\u4e00" <= chars[i] <= "\u9fff" else ("x" if chars[i] != "x" else "y")
     return "".join(chars)
 
 
