@@ -75,7 +75,7 @@ def plot_pages_per_s(speed: dict, path: Path) -> bool:
         ax.axvline(floor["pages_per_s"] * HALF, color="grey", linestyle="--", label="half the floor's speed (target)")
         ax.legend(loc="lower right", fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel(f"pages per second, whole process incl. import (best of {speed['runs']}; {speed['pages']} pages)")
+    ax.set_xlabel(f"pages per second, whole process incl. import (best run; {speed['pages']} pages)")
     for i, t in enumerate(tools):
         ax.text(t["pages_per_s"], i, f" {t['pages_per_s']:.0f}", va="center", fontsize=8)
     fig.tight_layout()
@@ -88,7 +88,8 @@ def plot_pages_per_s(speed: dict, path: Path) -> bool:
 def _speed_section(speed: dict, plotted: bool) -> list[str]:
     out = ["## Whole-process speed on the text-layer corpus", ""]
     out.append(
-        f"{len(speed['files'])} files, {speed['pages']} pages, {speed['runs']} run(s) per tool, "
+        f"{len(speed['files'])} files, {speed['pages']} pages, {speed['runs']} run(s) per tool "
+        f"({speed['slow_runs']} for {', '.join(speed['slow_tools']) or 'none'}), "
         f"time-out {speed['timeout_s']:.0f} s per process. *× floor* is the tool's best time divided by "
         "plain PyMuPDF `get_text()`'s best time in the same run (lower is faster); *floor speed* is its inverse."
     )

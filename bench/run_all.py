@@ -114,6 +114,9 @@ def ensure_unstructured(log=log) -> str | None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--runs", type=int, default=3, help="runs per tool for the speed table (default 3)")
+    p.add_argument(
+        "--slow-runs", type=int, default=1, help="runs of the slowest tools (Unstructured, pymupdf4llm; default 1)"
+    )
     p.add_argument("--ocr-runs", type=int, default=1, help="runs of docsan with OCR on the scans (default 1)")
     p.add_argument("--timeout", type=float, default=600, help="time-out per process, seconds (default 600)")
     p.add_argument("--micro-timeout", type=float, default=900, help="time-out per micro-benchmark (default 900)")
@@ -155,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick:
             scans = [f for f in scans if f.path.name == QUICK_SCAN]
     mode = (
-        f"{'quick' if args.quick else 'full'}: {runs} run(s) per tool, {args.ocr_runs} OCR run(s), "
+        f"{'quick' if args.quick else 'full'}: {runs} run(s) per tool ({min(runs, args.slow_runs)} for the slowest), "
+        f"{args.ocr_runs} OCR run(s), "
         f"time-out {args.timeout:.0f} s, parts: {', '.join(sorted(parts))}"
         + (f", skipped: {', '.join(sorted(skip))}" if skip else "")
     )
@@ -178,7 +182,14 @@ def main(argv: list[str] | None = None) -> int:
             results["versions"][f"{dist} (.venv-bench)"] = common.version(dist, python)
     if "speed" in parts and files:
         results["speed"] = tools_speed.run(
-            files, scans, runs=runs, ocr_runs=args.ocr_runs, timeout_s=args.timeout, skip=skip, log=log
+            files,
+            scans,
+            runs=runs,
+            slow_runs=args.slow_runs,
+            ocr_runs=args.ocr_runs,
+            timeout_s=args.timeout,
+            skip=skip,
+            log=log,
         )
         results["speed"]["notes"] += notes
     if "micro" in parts:
