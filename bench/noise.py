@@ -143,6 +143,10 @@ class NoisyDocument:
     ideal: str
     facts: list[str]
     checks: list[Check] = field(default_factory=list)
+    # Each page's body before the invisible characters went in (for a PDF
+    # rendering of the same document; see bench/noise_pdf.py).
+    bodies: list[list[str]] = field(default_factory=list)
+    style: Style = ZH
 
 
 def build(
@@ -245,7 +249,7 @@ def build(
         for p in range(pages)
     ]
     ideal = "\n\n".join(x for paras in ideal_pages for x in paras)
-    return NoisyDocument(f"{lang}-noisy", lang, PAGE_BREAK.join(texts), ideal, facts, checks)
+    return NoisyDocument(f"{lang}-noisy", lang, PAGE_BREAK.join(texts), ideal, facts, checks, body, style)
 
 
 def _edit(para: str, rng: random.Random) -> str:

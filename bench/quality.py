@@ -1,14 +1,18 @@
 """Quality: the incident's noise injected at known positions, cleaned by docsan and by the alternatives.
 
-Cleaners compared on the same noisy documents (built by bench/noise.py):
+The noisy documents (bench/noise.py) are cleaned as text (.txt, form feeds
+between pages) and as PDFs (bench/noise_pdf.py). Cleaners:
 
-- docsan: the whole default pipeline, in this process (``docsan.clean_text``);
-- the Unstructured cleaners a user would apply to text: ``partition_text``,
-  then ``group_broken_paragraphs`` and ``clean_extra_whitespace`` on every
-  element (run in the separate venv, .venv-bench/);
+- docsan: the whole default pipeline, in this process (``docsan.clean_file``);
 - the incident's own ``TextSanitizer`` (bench/seed_sanitizer.py, a
-  reconstruction), in a child process with a time-out because its regex is
-  quadratic.
+  reconstruction; on a PDF after plain PyMuPDF extraction, as the incident's
+  service did), in a child process with a time-out: its regex is quadratic;
+- Unstructured: ``partition_text`` (or ``partition_pdf(strategy="fast")``
+  with its Header/Footer/PageNumber elements dropped), then
+  ``group_broken_paragraphs`` and ``clean_extra_whitespace`` on every element,
+  in the separate venv .venv-bench/;
+- for PDFs also pymupdf4llm ``to_markdown(header=False, footer=False)`` and,
+  as the reference, plain PyMuPDF ``get_text()``.
 
 Also here: tokens of every text-layer corpus file after extraction and after
 each docsan stage, so a reader sees where the savings come from.
@@ -17,6 +21,7 @@ each docsan stage, so a reader sees where the savings come from.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,7 +31,7 @@ from pathlib import Path
 
 import regex
 
-from bench import noise
+from bench import noise, noise_pdf
 from bench.common import ROOT, CorpusFile, available_stages, count_tokens, docsan_config, seed_dir, tokenizer_name
 from bench.tools_speed import QUIET_ENV, unstructured_python
 
@@ -86,15 +91,22 @@ def _clean_base(text: str) -> str:
 
 
 # --- cleaners -----------------------------------------------------------------
+# Each runs on a file (the noisy .txt, or its PDF rendering) and writes its
+# output text to argv[2]; argv[3] is the repository root.
 
 _SEED = """
 import sys
 sys.path.insert(0, sys.argv[3])
 from bench.seed_sanitizer import TextSanitizer
-text = open(sys.argv[1], encoding="utf-8", newline="").read()
+if sys.argv[1].endswith(".pdf"):
+    import pymupdf
+    with pymupdf.open(sys.argv[1]) as doc:
+        text = "\\n".join(page.get_text() for page in doc)
+else:
+    text = open(sys.argv[1], encoding="utf-8", newline="").read()
 open(sys.argv[2], "w", encoding="utf-8", newline="").write(TextSanitizer().clean(text))
 """
-_UNSTRUCTURED = """
+_UNSTRUCTURED_TEXT = """
 import sys
 from unstructured.partition.text import partition_text
 from unstructured.cleaners.core import clean_extra_whitespace, group_broken_paragraphs
@@ -103,15 +115,36 @@ elements = partition_text(text=group_broken_paragraphs(text))
 out = "\\n\\n".join(clean_extra_whitespace(e.text) for e in elements)
 open(sys.argv[2], "w", encoding="utf-8", newline="").write(out)
 """
+# What a user who wants clean text does with partition_pdf: drop the elements
+# it labels as furniture, then apply the cleaners.
+_UNSTRUCTURED_PDF = """
+import sys
+from unstructured.partition.pdf import partition_pdf
+from unstructured.cleaners.core import clean_extra_whitespace, group_broken_paragraphs
+elements = partition_pdf(filename=sys.argv[1], strategy="fast")
+keep = [e for e in elements if e.category not in ("Header", "Footer", "PageNumber")]
+out = "\\n\\n".join(clean_extra_whitespace(group_broken_paragraphs(e.text)) for e in keep)
+open(sys.argv[2], "w", encoding="utf-8", newline="").write(out)
+"""
+_PYMUPDF4LLM = """
+import sys, pymupdf4llm
+md = pymupdf4llm.to_markdown(sys.argv[1], header=False, footer=False, use_ocr=False)
+open(sys.argv[2], "w", encoding="utf-8", newline="").write(md)
+"""
+_PLAIN = """
+import sys, pymupdf
+with pymupdf.open(sys.argv[1]) as doc:
+    text = "\\n".join(page.get_text() for page in doc)
+open(sys.argv[2], "w", encoding="utf-8", newline="").write(text)
+"""
+
+Cleaner = Callable[[Path], tuple[str | None, float, str]]
 
 
-def _child(python: str, code: str, text: str, *, cwd: Path, timeout_s: float) -> tuple[str | None, float, str]:
-    """Run a cleaner snippet on ``text`` in a child process: (output or None, seconds, status)."""
-    import os
-
+def _child(python: str, code: str, src: Path, *, cwd: Path, timeout_s: float) -> tuple[str | None, float, str]:
+    """Run a cleaner snippet on the file ``src`` in a child process: (output or None, seconds, status)."""
     with tempfile.TemporaryDirectory() as tmp:
-        src, dst = Path(tmp) / "in.txt", Path(tmp) / "out.txt"
-        src.write_text(text, encoding="utf-8", newline="")
+        dst = Path(tmp) / "out.txt"
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -127,36 +160,45 @@ def _child(python: str, code: str, text: str, *, cwd: Path, timeout_s: float) ->
             return None, time.perf_counter() - t0, f"timed out after {timeout_s:.0f} s"
         seconds = time.perf_counter() - t0
         if proc.returncode != 0:
-            return None, seconds, f"failed: {proc.stderr.strip().splitlines()[-1:]}"
+            tail = proc.stderr.strip().splitlines()[-1:]
+            return None, seconds, f"failed: {tail[0][:200] if tail else proc.returncode}"
         return dst.read_text(encoding="utf-8"), seconds, "ok"
 
 
-def clean_docsan(text: str) -> tuple[str, float, str]:
+def clean_docsan(src: Path) -> tuple[str, float, str]:
+    """The whole default pipeline in this process (``docsan.clean_file``: .txt form feeds are page breaks)."""
     import docsan
 
     t0 = time.perf_counter()
-    result = docsan.clean_text(text, docsan_config())
+    result = docsan.clean_file(src, docsan_config())
     return result.text, time.perf_counter() - t0, "ok"
 
 
-def cleaners(timeout_s: float, skip: frozenset[str] = frozenset()) -> dict[str, tuple[str, Callable]]:
-    """Name -> (label, function text -> (output, seconds, status)), less those in ``skip``."""
-    out = {
-        "docsan": (f"docsan ({', '.join(available_stages()) or 'no stages'})", clean_docsan),
-        "seed": (
-            "incident TextSanitizer (reconstructed)",
-            lambda t: _child(sys.executable, _SEED, t, cwd=ROOT, timeout_s=timeout_s),
-        ),
-    }
+def cleaners(pdf: bool, timeout_s: float, skip: frozenset[str] = frozenset()) -> dict[str, tuple[str, Cleaner]]:
+    """Name -> (label, cleaner) for the text or the PDF version of a document, less those in ``skip``."""
+    here = sys.executable
+
+    def child(python: str, code: str, cwd: Path = ROOT) -> Cleaner:
+        return lambda src: _child(python, code, src, cwd=cwd, timeout_s=timeout_s)
+
+    out: dict[str, tuple[str, Cleaner]] = {}
+    if pdf:
+        out["plain"] = ("PyMuPDF get_text(), no cleaning (reference)", child(here, _PLAIN))
+    out["docsan"] = (f"docsan ({', '.join(available_stages()) or 'no stages'})", clean_docsan)
+    seed_label = "PyMuPDF get_text() + incident TextSanitizer" if pdf else "incident TextSanitizer (reconstructed)"
+    out["seed"] = (seed_label, child(here, _SEED))
+    if pdf:
+        out["pymupdf4llm"] = ("pymupdf4llm to_markdown(header=False, footer=False)", child(here, _PYMUPDF4LLM))
     python = unstructured_python()
-    if python is not None and "unstructured" not in skip:
-        out["unstructured"] = (
-            "Unstructured partition_text + group_broken_paragraphs + clean_extra_whitespace",
-            lambda t: _child(
-                str(python), _UNSTRUCTURED, t, cwd=python.parent.parent / "spacy-models", timeout_s=timeout_s
-            ),
-        )
-    return out
+    if python is not None:
+        cwd = python.parent.parent / "spacy-models"
+        if pdf:
+            label = 'Unstructured partition_pdf("fast"), Header/Footer/PageNumber dropped, + cleaners'
+            out["unstructured"] = (label, child(str(python), _UNSTRUCTURED_PDF, cwd))
+        else:
+            label = "Unstructured partition_text + group_broken_paragraphs + clean_extra_whitespace"
+            out["unstructured"] = (label, child(str(python), _UNSTRUCTURED_TEXT, cwd))
+    return {k: v for k, v in out.items() if k not in skip}
 
 
 def documents(corpus: Path | None) -> list[noise.NoisyDocument]:
@@ -175,37 +217,58 @@ def documents(corpus: Path | None) -> list[noise.NoisyDocument]:
 
 
 def run_quality(corpus: Path | None, *, timeout_s: float = 300, skip: frozenset[str] = frozenset(), log=print) -> dict:
+    """Every cleaner on every noisy document, as text (.txt with form feeds) and as a PDF."""
     results = []
-    for doc in documents(corpus):
-        entry = {
-            "document": doc.name,
-            "lang": doc.lang,
-            "chars": len(doc.noisy),
-            "tokens_noisy": count_tokens(doc.noisy),
-            "tokens_ideal": count_tokens(doc.ideal),
-            "facts": len(doc.facts),
-            "injected": _injected(doc),
-            "cleaners": [],
-        }
-        for name, (label, fn) in cleaners(timeout_s, skip).items():
-            log(f"quality: {doc.name} with {name}")
-            output, seconds, status = fn(doc.noisy)
-            row: dict = {"name": name, "label": label, "seconds": round(seconds, 3), "status": status}
-            if output is not None:
-                s = noise.score(doc, output)
-                row.update(
-                    noise_removed=round(s.noise_removed, 4),
-                    noise_removed_macro=round(s.noise_removed_macro, 4),
-                    facts_kept=round(s.facts_kept, 4),
-                    facts_lost=s.facts_lost,
-                    originals_lost=s.originals_lost,
-                    originals=sum(1 for c in doc.checks if c.kind in noise.KEEP_ONE),
-                    tokens_after=count_tokens(output),
-                    by_kind={k: round(v["removed"], 4) for k, v in s.by_kind.items()},
-                )
-            entry["cleaners"].append(row)
-        results.append(entry)
+    with tempfile.TemporaryDirectory(prefix="docsan-quality-") as tmp:
+        for doc in documents(corpus):
+            txt = Path(tmp) / f"{doc.name}.txt"
+            txt.write_text(doc.noisy, encoding="utf-8", newline="")
+            results.append(_score_all(doc, txt, doc.noisy, cleaners(False, timeout_s, skip), log))
+            if "pdf" in skip:
+                continue
+            pdf = noise_pdf.write_pdf(doc, Path(tmp) / f"{doc.name}.pdf")
+            version = noise_pdf.pdf_version(doc)
+            results.append(_score_all(version, pdf, _plain_text(pdf), cleaners(True, timeout_s, skip), log))
     return {"documents": results}
+
+
+def _plain_text(pdf: Path) -> str:
+    import pymupdf
+
+    with pymupdf.open(pdf) as doc:
+        return "\n".join(page.get_text() for page in doc)
+
+
+def _score_all(doc: noise.NoisyDocument, src: Path, before: str, tools: dict, log) -> dict:
+    entry = {
+        "document": doc.name,
+        "lang": doc.lang,
+        "input": src.suffix.lstrip("."),
+        "chars": len(before),
+        "tokens_noisy": count_tokens(before),
+        "tokens_ideal": count_tokens(doc.ideal),
+        "facts": len(doc.facts),
+        "injected": _injected(doc),
+        "cleaners": [],
+    }
+    for name, (label, fn) in tools.items():
+        log(f"quality: {doc.name} with {name}")
+        output, seconds, status = fn(src)
+        row: dict = {"name": name, "label": label, "seconds": round(seconds, 3), "status": status}
+        if output is not None:
+            s = noise.score(doc, output)
+            row.update(
+                noise_removed=round(s.noise_removed, 4),
+                noise_removed_macro=round(s.noise_removed_macro, 4),
+                facts_kept=round(s.facts_kept, 4),
+                facts_lost=s.facts_lost,
+                originals_lost=s.originals_lost,
+                originals=sum(1 for c in doc.checks if c.kind in noise.KEEP_ONE),
+                tokens_after=count_tokens(output),
+                by_kind={k: round(v["removed"], 4) for k, v in s.by_kind.items()},
+            )
+        entry["cleaners"].append(row)
+    return entry
 
 
 def _injected(doc: noise.NoisyDocument) -> dict[str, int]:

@@ -353,7 +353,11 @@ def quality_md(results: dict) -> str:
         "",
         "Clean paragraphs (the English prose of two corpus PDFs; the Chinese prose of the incident report in "
         "../shared/seed/, the only Chinese running text the project shares) are laid out on 8 pages joined by "
-        "form feeds, and the incident's noise is injected at known positions (bench/noise.py). Twelve fact "
+        "form feeds, and the incident's noise is injected at known positions (bench/noise.py). The same document "
+        "is also rendered as a PDF (bench/noise_pdf.py: header and footer in the page bands, fake bold drawn "
+        "four times over itself, CJK in PyMuPDF's `china-s` font; the invisible characters are left out, so "
+        "their kinds are not scored there), so the PDF tools (pymupdf4llm, Unstructured `partition_pdf`) are "
+        "measured on the same noise. Twelve fact "
         "sentences are planted per document, some inside paragraphs and some as the first or last paragraph of a "
         "page, where furniture lives; four carry a run of four equal digits (`10000`, `8888`), as real amounts "
         "and phone numbers do. Each document stays under 8,000 tokens so that the seed's truncation does not "
@@ -376,10 +380,11 @@ def quality_md(results: dict) -> str:
         "",
     ]
     for doc in q.get("documents", []):
-        out += [f"## {doc['document']} ({doc['lang']})", ""]
+        out += [f"## {doc['document']} ({doc['lang']}, {doc.get('input', 'txt')} input)", ""]
         inj = ", ".join(f"{k} {v}" for k, v in doc["injected"].items())
         out.append(
-            f"{_fmt(doc['chars'])} characters, {_fmt(doc['tokens_noisy'])} tokens noisy, "
+            f"{_fmt(doc['chars'])} characters, {_fmt(doc['tokens_noisy'])} tokens noisy "
+            f"({'plain PyMuPDF text of the PDF' if doc.get('input') == 'pdf' else 'the .txt'}), "
             f"{_fmt(doc['tokens_ideal'])} tokens without the noise; injected units: {inj}."
         )
         out.append("")

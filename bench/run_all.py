@@ -127,7 +127,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         nargs="*",
         default=[],
         help="tools, cleaners or micro-benchmarks to leave out, by name\n(pymupdf_text pymupdf_dict docsan pdfplumber "
-        "unstructured pymupdf4llm\npymupdf4llm_nolayout docsan_ocr seed bench_extract ... bench_engine)",
+        "unstructured pymupdf4llm\npymupdf4llm_nolayout docsan_ocr; quality: seed plain pdf; micro: bench_tokens ...)",
     )
     p.add_argument("--only", choices=["speed", "micro", "quality"], nargs="*", help="run only these parts")
     p.add_argument("--no-setup", action="store_true", help="do not build .venv-bench/ for Unstructured")

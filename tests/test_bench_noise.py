@@ -109,3 +109,22 @@ def test_leftover_invisible_characters_are_counted_once_as_themselves():
 
 def test_squash_ignores_whitespace_and_invisible_characters():
     assert noise.squash("a b\n\tc\u200b\x00\U000e0041") == "abc"
+
+
+def test_pdf_rendering_carries_the_noise_and_the_facts(tmp_path, doc):
+    import pymupdf
+
+    from bench import noise_pdf
+
+    path = noise_pdf.write_pdf(doc, tmp_path / "noisy.pdf")
+    with pymupdf.open(path) as pdf:
+        assert pdf.page_count == len(doc.bodies)
+        text = "\n".join(page.get_text() for page in pdf)
+    version = noise_pdf.pdf_version(doc)
+    assert {c.kind for c in version.checks}.isdisjoint({"control", "zero_width", "bidi", "tag"})
+    s = noise.score(version, text)
+    # Plain extraction removes nothing and loses nothing: the PDF holds every injected unit.
+    assert s.noise_removed == 0.0
+    assert s.facts_kept == 1.0
+    # Fake bold is overprinted, and the text layer has all four copies.
+    assert noise.squash(text).count(noise.squash(doc.style.headings[0])) == 4
