@@ -38,8 +38,9 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# `make bench BENCH_ARGS=--quick` for a short run; see `bench/run_all.py --help`.
 bench: setup
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
