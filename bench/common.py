@@ -172,8 +172,8 @@ def docsan_config():
     return Config(stages=tuple(available_stages()))
 
 
-def write_docsan_config(path: Path, *, ocr: str) -> Path:
-    """The same configuration as a TOML file for ``docsan clean --config``."""
+def write_docsan_config(path: Path) -> Path:
+    """The same stage list as a TOML file for ``docsan clean --config``."""
     stages = ", ".join(f'"{s}"' for s in available_stages())
-    path.write_text(f'stages = [{stages}]\n\n[extract]\nocr = "{ocr}"\n', encoding="utf-8")
+    path.write_text(f"stages = [{stages}]\n", encoding="utf-8")
     return path

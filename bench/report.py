@@ -300,8 +300,10 @@ def _micro_section(micro: dict) -> list[str]:
 METHOD = """## Method
 
 - **Whole processes.** Each tool runs in a fresh Python process over all the files (bench/tools_speed.py), so
-  import time counts, as users feel it. docsan runs as `python -m cli clean --config CFG -o DIR FILES...`
-  (batch mode, one process, `ocr = "never"` in CFG; CFG lists the default stages present on the checkout).
+  import time counts, as users feel it. docsan runs as `python -m cli clean --no-ocr --config CFG -o DIR
+  --report R FILES...` (batch mode, one process; CFG lists the default stages present on the checkout, which
+  once every stage is merged is the default list). Its import-only process also builds the pipeline, so the
+  stage modules' imports count as import.
   Within a run the tools take turns, so a noisy neighbour on this shared machine slows all of them alike;
   min and median over the runs are reported; ratios are against plain PyMuPDF `get_text()` in the same run.
 - **Memory.** Peak resident set size of each child process from `os.wait4` (the kernel's `ru_maxrss` for that

@@ -113,25 +113,23 @@ class Tool:
     def argv(self, files: list[Path], workdir: Path) -> list[str]:
         if self.docsan_ocr is None:
             return [str(self.python), "-c", self.code, *map(str, files)]
-        cfg = write_docsan_config(workdir / f"{self.name}.toml", ocr=self.docsan_ocr)
+        cfg = write_docsan_config(workdir / f"{self.name}.toml")
         out = workdir / f"{self.name}-out"
-        return [
-            str(self.python),
-            "-m",
-            "cli",
-            "clean",
-            "--config",
-            str(cfg),
-            "-o",
-            str(out),
-            "--report",
-            str(workdir / f"{self.name}-report.json"),
-            *map(str, files),
-        ]
+        flags = ["--no-ocr"] if self.docsan_ocr == "never" else []
+        report = workdir / f"{self.name}-report.json"
+        return [str(self.python), "-m", "cli", "clean", *flags, "--config", str(cfg), "-o", str(out),
+                "--report", str(report), *map(str, files)]  # fmt: skip
 
     def import_argv(self) -> list[str]:
         if self.docsan_ocr is not None:
-            return [str(self.python), "-c", "import cli.main, docsan.extract.pdf"]
+            # The CLI, the PDF extractor and every stage module (built the way `clean` builds them).
+            code = (
+                "import cli.main, docsan.extract.pdf\n"
+                "from bench.common import docsan_config\n"
+                "from docsan.pipeline import Pipeline\n"
+                "Pipeline.from_config(docsan_config())"
+            )
+            return [str(self.python), "-c", code]
         imports = [line for line in self.code.splitlines() if line.startswith(("import ", "from "))]
         return [str(self.python), "-c", "\n".join(imports)]
 
