@@ -211,6 +211,16 @@ def _profile_section(profile: dict | None) -> list[str]:
             ],
         )
     )
+    out += ["", "docsan's own functions, by own (self) time: the hot spots inside docsan:", ""]
+    out.append(
+        _table(
+            ["function", "calls", "self s", "share"],
+            [
+                [f"`{r['function']}`", r["calls"], _fmt(r["self_s"], 3), _pct(r["share"])]
+                for r in profile.get("docsan_self", [])
+            ],
+        )
+    )
     out += ["", "All functions, by own (self) time:", ""]
     out.append(
         _table(
@@ -298,6 +308,11 @@ def _micro_section(micro: dict) -> list[str]:
 
 
 METHOD = """## Method
+
+Rerun with `make bench` (everything; the first run also builds `.venv-bench/` for Unstructured), or
+`make bench BENCH_ARGS="--quick"` (one run on four small files), or e.g.
+`.venv/bin/python bench/run_all.py --runs 5 --skip pymupdf4llm_nolayout --only speed`; `--help` lists the
+options. The raw numbers of this run are in docs/benchmarks.json.
 
 - **Whole processes.** Each tool runs in a fresh Python process over all the files (bench/tools_speed.py), so
   import time counts, as users feel it. docsan runs as `python -m cli clean --no-ocr --config CFG -o DIR

@@ -381,6 +381,10 @@ def profile_docsan(files: list[CorpusFile], workdir: Path, *, timeout_s: float, 
             {"function": where(*r[:3]), "calls": r[3], "cum_s": round(r[5], 3), "share": round(r[5] / total, 3)}
             for r in ours[:top]
         ],
+        "docsan_self": [
+            {"function": where(*r[:3]), "calls": r[3], "self_s": round(r[4], 3), "share": round(r[4] / total, 3)}
+            for r in sorted(ours, key=lambda r: r[4], reverse=True)[:top]
+        ],
         "self_time": [
             {"function": where(*r[:3]), "calls": r[3], "self_s": round(r[4], 3), "share": round(r[4] / total, 3)}
             for r in hot[:top]
