@@ -330,9 +330,9 @@ options. The raw numbers of this run are in docs/benchmarks.json.
 - **Unstructured** lives in its own environment, `.venv-bench/`, built by bench/setup_unstructured.sh (it
   needs packages that conflict with the project's); it runs with analytics off and offline.
 - **pymupdf4llm 2.0** uses its layout model by default (`pymupdf-layout` is installed); it is measured with
-  layout on (`use_ocr=False`, as docsan `--no-ocr`) and off (`use_layout(False)`). Note that with
-  `pymupdf-layout` installed, `import pymupdf` itself loads the layout module, which every PyMuPDF-based tool
-  here pays for in its import time.
+  layout on (`use_ocr=False`, as docsan `--no-ocr`), and with `--all-tools` also off (`use_layout(False)`).
+  With `pymupdf-layout` installed, `import pymupdf` itself loads the layout module (onnxruntime), which every
+  PyMuPDF-based tool here pays for in its import time.
 - **Profile.** One extra docsan run under cProfile; stage seconds come from docsan's own report.
 """
 

@@ -130,6 +130,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "unstructured pymupdf4llm\npymupdf4llm_nolayout docsan_ocr; quality: seed plain pdf; micro: bench_tokens ...)",
     )
     p.add_argument("--only", choices=["speed", "micro", "quality"], nargs="*", help="run only these parts")
+    p.add_argument(
+        "--all-tools", action="store_true", help="also the optional tools (pymupdf4llm with its layout model off)"
+    )
     p.add_argument("--no-setup", action="store_true", help="do not build .venv-bench/ for Unstructured")
     p.add_argument("--docs", type=Path, default=ROOT / "docs", help="where the reports go (default docs/)")
     return p.parse_args(argv)
@@ -162,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.ocr_runs} OCR run(s), "
         f"time-out {args.timeout:.0f} s, parts: {', '.join(sorted(parts))}"
         + (f", skipped: {', '.join(sorted(skip))}" if skip else "")
+        + (", all tools" if args.all_tools else "")
     )
     if "unstructured" not in skip and not args.no_setup and parts & {"speed", "quality"}:
         note = ensure_unstructured()
@@ -189,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             ocr_runs=args.ocr_runs,
             timeout_s=args.timeout,
             skip=skip,
+            all_tools=args.all_tools,
             log=log,
         )
         results["speed"]["notes"] += notes
