@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import BENCH_VENV, ROOT, CorpusFile, available_stages, write_docsan_config
+from docsan.config import DEFAULT_STAGES
 
 PYTHON = sys.executable
 # Unstructured phones home and prints an advertisement unless told not to; the
@@ -450,6 +451,7 @@ def run(
         "timeout_s": timeout_s,
         "tools": [r.as_dict(floor_min) for r in results],
         "stages": available_stages(),
+        "default_stages": list(DEFAULT_STAGES),
         "docsan_stage_seconds": stage_s,
         "ocr": None
         if ocr is None
