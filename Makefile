@@ -40,8 +40,11 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# `make bench BENCH_ARGS=--quick` for a short run; see `bench/run_all.py --help`.
+# pymupdf4llm (the bench extra) is only compared against, so only `make bench` installs it.
 bench: setup
-	$(BIN)/python bench/run_all.py
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,0 +1,107 @@
+"""The benchmark harness runs end to end on one small corpus file and writes both reports.
+
+Benchmarks are not part of `make test`'s timing: this only proves the code
+runs (one run, one file, the slow tools and the separate Unstructured venv
+left out) and that the reports hold their sections.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from bench import report, run_all, tools_speed
+from bench.common import CorpusFile, corpus_dir, text_layer_files
+
+pytestmark = pytest.mark.slow
+
+SMALL = "zh_anli_2011_annual_report_cover_fakebold.pdf"
+
+
+@pytest.fixture(scope="module")
+def small_file() -> CorpusFile:
+    corpus = corpus_dir()
+    if corpus is None:
+        pytest.skip("shared corpus not found")
+    return next(f for f in text_layer_files(corpus) if f.path.name == SMALL)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory, small_file):
+    docs = tmp_path_factory.mktemp("docs")
+    slow = ["unstructured", "pymupdf_dict", "pymupdf4llm", "pymupdf4llm_nolayout", "pdfplumber", "docsan_ocr", "pdf"]
+    skip = [*slow, *run_all.micro_modules()]
+    code = run_all.main(["--runs", "1", "--files", SMALL, "--skip", *skip, "--no-setup", "--docs", str(docs)])
+    assert code == 0
+    return docs
+
+
+def test_text_layer_selection_matches_manifest(small_file):
+    files = text_layer_files(small_file.path.parent.parent)
+    assert all(f.text_layer == "yes" for f in files)
+    assert len(files) >= 10
+    assert small_file.pages == 1
+
+
+def test_benchmarks_report_has_its_sections(generated):
+    text = (generated / "benchmarks.md").read_text(encoding="utf-8")
+    for heading in (
+        "## Method",
+        "## Whole-process speed on the text-layer corpus",
+        "## docsan against the target",
+        "## Profile of one docsan run",
+        "## Micro-benchmarks",
+        "## Versions",
+    ):
+        assert heading in text
+    assert "PyMuPDF get_text() (floor)" in text
+    assert "docsan clean --no-ocr (batch)" in text
+    assert "skipped (--skip)" in text
+    assert (generated / "img" / "pages_per_s.png").stat().st_size > 1000
+
+
+def test_speed_results_hold_ratios_against_the_floor(generated):
+    results = json.loads((generated / "benchmarks.json").read_text(encoding="utf-8"))
+    tools = {t["name"]: t for t in results["speed"]["tools"]}
+    assert tools["pymupdf_text"]["time_vs_floor"] == 1.0
+    docsan = tools["docsan"]
+    assert docsan["status"] == "ok"
+    assert docsan["chars"] > 0
+    assert docsan["max_rss_mb"] > 10
+    assert docsan["time_vs_floor"] == pytest.approx(docsan["min_s"] / tools["pymupdf_text"]["min_s"], rel=0.01)
+
+
+def test_quality_report_scores_every_cleaner(generated):
+    text = (generated / "quality.md").read_text(encoding="utf-8")
+    assert "## zh-noisy (zh, txt input)" in text
+    assert "incident TextSanitizer (reconstructed)" in text
+    assert "## Tokens per corpus file, after extraction and after each stage" in text
+    assert SMALL in text
+    results = json.loads((generated / "benchmarks.json").read_text(encoding="utf-8"))
+    for doc in results["quality"]["documents"]:
+        names = {c["name"] for c in doc["cleaners"]}
+        assert {"docsan", "seed"} <= names
+        assert all(0.0 <= c["facts_kept"] <= 1.0 for c in doc["cleaners"] if c["status"] == "ok")
+
+
+def test_missing_micro_benchmark_is_a_note_not_an_error():
+    assert run_all.run_micro("bench_does_not_exist", timeout_s=10) == {"status": "module not present on this checkout"}
+
+
+def test_micro_results_render_as_a_table():
+    micro = {"bench_tokens": {"status": "ok", "seconds": 1.5, "result": {"mb_per_s": {"encode_batch": 3.25}}}}
+    text = "\n".join(report._micro_section(micro))
+    assert "| `mb_per_s.encode_batch` | 3.250 |" in text
+
+
+def test_measure_reports_memory_and_kills_on_timeout(tmp_path):
+    m = tools_speed.measure(
+        [sys.executable, "-c", "x = bytearray(50_000_000); print(len(x))"], cwd=tmp_path, timeout_s=60
+    )
+    assert m.returncode == 0 and m.stdout.strip() == "50000000"
+    assert m.max_rss_mb >= 50
+    m = tools_speed.measure([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path, timeout_s=1)
+    assert m.returncode == -9
+    assert m.wall_s < 10
