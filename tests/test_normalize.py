@@ -324,23 +324,35 @@ def test_every_removed_code_point_of_the_raw_text_is_reported(corpus_cleaned) ->
 
 
 @pytest.mark.parametrize(
-    ("name", "page"),
+    "name",
     [
         # The manifest: "some U+0002-0004 control chars in text".
-        ("irs_i1040nr_2007_50p.pdf", None),
-        # p3: a font without ToUnicode, "plus U+0001/U+0002 controls".
-        ("ibm_redp5110_sampled_18p.pdf", 3),
+        "irs_i1040nr_2007_50p.pdf",
+        # The manifest: p3 is mojibake "plus U+0001/U+0002 controls"; other pages carry some too.
+        "ibm_redp5110_sampled_18p.pdf",
     ],
 )
-def test_the_files_the_manifest_marks_with_control_characters_have_them_removed(corpus_cleaned, name, page) -> None:
+def test_the_files_the_manifest_marks_with_control_characters_have_them_removed(corpus_cleaned, name) -> None:
     # PyMuPDF's plain text has the controls themselves; its span ("dict")
-    # output turns them into U+FFFD. Either way they are removed and reported.
+    # output turns them into U+FFFD. Either way, every page whose extracted
+    # text holds them gets a reported removal, and none is left.
     result = corpus_cleaned[name]
     changes = result.report.stage("normalize").changes
-    hits = [c for c in changes if c.reason.startswith(("control character", "replacement character"))]
-    assert hits
-    if page is not None:
-        assert page in {c.page for c in hits}
+    hits = {c.page for c in changes if c.reason.startswith(("control character", "replacement character"))}
+    raw_pages = {p.number for p in result.original.pages if forbidden_left(p.text)}
+    assert raw_pages, "the extractor no longer delivers the manifest's control characters"
+    assert raw_pages <= hits
+    assert forbidden_left(result.text) == []
+
+
+def test_the_ibm_mojibake_page_with_controls_never_reaches_the_output(corpus_cleaned) -> None:
+    # Page 3's text layer (an unmapped font plus U+0001/U+0002) is judged
+    # garbage by the extractor; with OCR off the page is left empty and noted,
+    # so neither its mojibake nor its controls arrive.
+    result = corpus_cleaned["ibm_redp5110_sampled_18p.pdf"]
+    assert any(note.startswith("page 3:") and "garbage" in note for note in result.original.notes)
+    assert result.original.pages[2].text == ""
+    assert "§ìÜ£îüí" not in result.text
 
 
 def test_backspaces_and_dot_leaders_are_gone_from_the_budget_table(corpus_cleaned) -> None:
