@@ -6,7 +6,7 @@ Three inputs reach this stage:
   repeated);
 * text blocks that are already pipe tables (``地址| | | | |地址``), which
   become table blocks so the renderer writes one clean Markdown table;
-* tables that came out one cell per line, which are detected and reported
+* tables that came out one cell per line or per block, which are detected and reported
   (not rebuilt: see ``docsan.tables.cell_lines``).
 
 The repair rules, and why vertical spans are never guessed, are in
@@ -25,7 +25,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from docsan.model import Block, BlockKind, Document, Page, Table
 from docsan.render import table_to_markdown
 from docsan.report import Change, StageResult
-from docsan.tables.cell_lines import cell_per_line_runs
+from docsan.tables.cell_lines import cell_per_line_tables
 from docsan.tables.grid import RepairResult, repair_grid
 from docsan.tables.pipes import parse_pipe_table
 
@@ -122,14 +122,14 @@ class TableRepair:
         return out
 
     def _report_cell_lines(self, page: Page, changes: list[Change], stats: Counter[str]) -> None:
-        for first, last in cell_per_line_runs(page):
+        for rows in cell_per_line_tables(page):
             stats["cell_per_line_tables"] += 1
-            head = "\n".join(b.text.replace("\n", " | ") for b in page.blocks[first : last + 1])
+            head = "\n".join(rows)
             # Nothing is rewritten: replacement == text marks a finding, not an edit.
             changes.append(
                 Change(
                     self.name,
-                    f"table emitted one cell per line ({last - first + 1} rows; not rebuilt)",
+                    f"table emitted one cell per line ({len(rows)} rows; not rebuilt)",
                     page.number,
                     head,
                     replacement=head,
