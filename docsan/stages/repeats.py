@@ -131,6 +131,19 @@ def _est_width_em(line: str) -> float:
     return sum(1.0 if is_cjk(c) else 0.6 for c in line.strip())
 
 
+# Narrow glyphs: about a quarter em in proportional fonts.
+_NARROW = frozenset(" .,;:'|!il")
+
+
+def _min_width_em(line: str) -> float:
+    """The least a line can be wide in ems: CJK 0.9, narrow glyphs 0.25, any other Latin glyph 0.4.
+
+    A lower bound over fonts (condensed Latin averages about 0.4 em), so that
+    ``copies`` side-by-side copies are at least ``copies`` times this wide.
+    """
+    return sum(0.9 if is_cjk(c) else 0.25 if c in _NARROW else 0.4 for c in line.strip())
+
+
 def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed: str, views: _Views) -> bool:
     """Were the repeated lines of this block drawn on top of each other (fake bold)?
 
@@ -145,6 +158,11 @@ def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed:
       its remaining lines and no wider than its widest line; a column of equal
       values is as tall as all its copies, a row of them as wide. (Blank lines
       that an earlier stage removed still count in the box: hence the seams.)
+      "No wider" is judged two ways: against the line's usual width, or, for
+      fonts wider than usual (a CJK font's Latin glyphs are up to 1 em), as
+      narrower than the copies laid side by side could be in any font: four
+      copies of a heading in a one-line box that holds one copy are drawn on
+      top of each other.
     """
     assert block.bbox is not None and block.font_size
     spans = sorted((int(views.orig[c.run.start]), int(views.orig[c.run.end - 1]) + 1) for c in line_runs)
@@ -161,7 +179,10 @@ def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed:
     fs, bbox = block.font_size, block.bbox
     if bbox.height > 1.5 * fs * len(lines):
         return False
-    return bbox.width <= 1.5 * fs * max(_est_width_em(line) for line in lines)
+    if bbox.width <= 1.5 * fs * max(_est_width_em(line) for line in lines):
+        return True
+    copies = min(c.copies for c in line_runs)
+    return bbox.width < copies * fs * max(_min_width_em(line) for line in lines)
 
 
 def _iou(a: BBox, b: BBox) -> float:
