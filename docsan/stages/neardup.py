@@ -5,7 +5,11 @@ document in several turns, the same project description three times in a
 resume with a word changed. Exact hashing misses those; this stage finds them
 with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
 
-* Units: paragraphs (blocks). In a PDF whose extractor cut a paragraph into
+* Units: paragraphs. A block holding several paragraphs (separated by a
+  blank line: how reflow marks a paragraph end, and how a PDF extractor that
+  joins closely set paragraphs into one block leaves them after reflow) gives
+  one unit per paragraph, and a removed paragraph is cut out of its block.
+  In a PDF whose extractor cut a paragraph into
   one block per line, consecutive left-aligned single-line blocks of one font
   size with line spacing between them form one unit (``group_lines``); after
   the reflow stage this is a no-op. In a chat history, whole messages are
@@ -47,6 +51,9 @@ from docsan.textalgo.shingles import Shingled, shingle
 # would bury the report.
 _QUOTE_CHARS = 200
 _NUMBER = regex.compile(r"\p{Nd}+")
+# A paragraph break inside a block: a blank (or whitespace-only) line. One
+# bounded-class run either side of a literal newline: linear.
+_PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n\s*")
 
 
 @dataclass(slots=True)
@@ -56,6 +63,9 @@ class _Unit:
     text: str
     sh: Shingled
     label: str  # "page 3" / "message 2", for reports
+    # The paragraph's index among its block's paragraphs when the block holds
+    # several (see _paragraphs); None when the unit is whole blocks.
+    paragraph: int | None = None
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
     parts: tuple[Shingled, ...] = ()
@@ -74,6 +84,11 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
     return len(part & whole) / len(part) if part else 1.0
+
+
+def _paragraphs(text: str) -> list[str]:
+    """The block's paragraphs: its text split at blank lines, empty pieces dropped."""
+    return [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
 
 
 def _continues(prev: Block, block: Block) -> bool:
@@ -141,15 +156,24 @@ class NearDuplicates:
         changes: list[Change] = []
         stats: dict[str, int | float] = defaultdict(int)
         removed: set[tuple[int, int]] = set()
+        cut: dict[tuple[int, int], set[int]] = defaultdict(set)  # block -> removed paragraph indices
         if doc.is_chat and self.messages:
-            self._dedupe(self._message_units(doc), doc, removed, changes, stats, "message")
-        self._dedupe(self._paragraph_units(doc, removed), doc, removed, changes, stats, "paragraph")
-        if not removed:
+            self._dedupe(self._message_units(doc), doc, removed, cut, changes, stats, "message")
+        self._dedupe(self._paragraph_units(doc, removed), doc, removed, cut, changes, stats, "paragraph")
+        if not removed and not cut:
             return StageResult(doc, changes, dict(stats))
         pages = []
         for i, page in enumerate(doc.pages):
-            if any((i, j) in removed for j in range(len(page.blocks))):
-                page = page.with_blocks([b for j, b in enumerate(page.blocks) if (i, j) not in removed])
+            if any((i, j) in removed or (i, j) in cut for j in range(len(page.blocks))):
+                blocks = []
+                for j, block in enumerate(page.blocks):
+                    if (i, j) in removed:
+                        continue
+                    if (i, j) in cut:
+                        kept = [p for k, p in enumerate(_paragraphs(block.text)) if k not in cut[(i, j)]]
+                        block = block.with_text("\n\n".join(kept))
+                    blocks.append(block)
+                page = page.with_blocks(blocks)
             pages.append(page)
         return StageResult(dc_replace(doc, pages=tuple(pages)), changes, dict(stats))
 
@@ -199,6 +223,14 @@ class NearDuplicates:
         for i, group in groups:
             page = doc.pages[i]
             label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
+            paragraphs = _paragraphs(page.blocks[group[0]].text) if len(group) == 1 else []
+            if len(paragraphs) > 1:
+                for k, text in enumerate(paragraphs):
+                    unit = self._unit(i, group, text, label)
+                    if unit is not None:
+                        unit.paragraph = k
+                        units.append(unit)
+                continue
             unit = self._unit(i, group, "\n".join(page.blocks[j].text for j in group), label)
             if unit is not None:
                 units.append(unit)
@@ -211,6 +243,7 @@ class NearDuplicates:
         units: list[_Unit],
         doc: Document,
         removed: set[tuple[int, int]],
+        cut: dict[tuple[int, int], set[int]],
         changes: list[Change],
         stats: dict,
         scale: str,
@@ -240,7 +273,14 @@ class NearDuplicates:
                     kept_rows[row[id(unit)]] = unit
                     index.insert(row[id(unit)])
                 continue
-            removed.update((unit.page, j) for j in unit.blocks)
+            if unit.paragraph is None:
+                removed.update((unit.page, j) for j in unit.blocks)
+            else:
+                (j,) = unit.blocks
+                cut[(unit.page, j)].add(unit.paragraph)
+                if len(cut[(unit.page, j)]) == len(_paragraphs(doc.pages[unit.page].blocks[j].text)):
+                    removed.add((unit.page, j))  # every paragraph went: the block goes
+                    del cut[(unit.page, j)]
             what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
             changes.append(
                 Change(
