@@ -19,7 +19,7 @@ A block continues the one before it when all of this holds:
   it on the same row is not below);
 - the earlier line is full: it ends within two font sizes (two CJK
   characters, about four Latin ones) of the column's right edge, the widest
-  line starting at that left edge.
+  line starting at that left edge or up to a first-line indent left of it.
 
 Apart from "one line of text", every test is geometry: reflow rewrites the
 text between two runs, the boxes stay (and reflow never joins the pieces of a
@@ -110,8 +110,14 @@ def _continues(prev: Block, nxt: Block, edges: dict[int, float]) -> bool:
         return False
     if not -_ALIGN * size <= nxt.bbox.y0 - prev.bbox.y1 <= _MAX_GAP * size:
         return False
+    # The column is every text block starting at this left edge or up to a
+    # first-line indent left of it: a merged paragraph's box starts at its
+    # leftmost line, so after a merge its width must still count for the lines
+    # indented within it (a list item's text beside its bullet), or a second
+    # pass would see a narrower column and join what the first pass kept apart.
     reach = _ALIGN * size
-    right = max(edges.get(k, left) for k in range(round(left - reach), round(left + reach) + 1))
+    lo, hi = round(left - _FIRST_LINE_INDENT * size), round(left + reach)
+    right = max(edges.get(k, left) for k in range(lo, hi + 1))
     return prev.bbox.x1 >= right - _FULL * size
 
 
