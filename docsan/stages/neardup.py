@@ -127,8 +127,9 @@ class NearDuplicates:
     cjk_ngram: int = Field(5, ge=1, le=20)
     # Word 3-grams: robust to a changed word, still specific.
     word_ngram: int = Field(3, ge=1, le=10)
-    # Units with fewer normalised characters (letters, digits, CJK; no spaces
-    # or punctuation) are never removed, not even when identical: short
+    # Units with fewer normalised characters (letters and digits, a CJK
+    # character counting as three: about 14 Chinese characters or 8 English
+    # words; no spaces or punctuation) are never removed, not even when identical: short
     # repeated paragraphs are structure ("目录", "1", "读写能力" under each
     # language, the same date range for two jobs, a section heading that the
     # table of contents already listed) and cost a few tokens each. On the
@@ -190,8 +191,9 @@ class NearDuplicates:
         return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
 
     def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
-        # The raw length bounds the normalised one: short texts are dropped before shingling.
-        if len(text) < self.min_chars:
+        # Three times the raw length bounds the weighted normalised one (Shingled.length):
+        # texts too short for either are dropped before shingling.
+        if 3 * len(text) < self.min_chars:
             return None
         return _Unit(page, blocks, text, self._shingle(text), label)
 
