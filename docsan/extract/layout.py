@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import pymupdf
+from docsan.extract.mupdf import pymupdf
 
 # Extraction flags: keep whitespace as drawn, drop text outside the media box,
 # and no images (they would be copied into the dictionary, bytes and all).
@@ -25,8 +25,10 @@ TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pym
 _FILLED = 16
 _STROKED = 32
 
-# A colour channel at or above this counts as white (anti-aliased "white" is often 0xFE).
-_WHITE_CHANNEL = 0xF0
+# A colour channel at or above 0xF0 counts as white (anti-aliased "white" is often 0xFE):
+# that is, its high nibble is F, so one mask tests all three channels at once
+# (called for every span: a loop over the channels cost 0.5 s on the corpus).
+_WHITE_MASK = 0xF0F0F0
 
 # Vector shapes at most this thick (points) are rules, not areas.
 _THIN = 2.0
@@ -132,7 +134,7 @@ class PageText:
 
 
 def _is_white(color: int) -> bool:
-    return all(((color >> shift) & 0xFF) >= _WHITE_CHANNEL for shift in (16, 8, 0))
+    return color & _WHITE_MASK == _WHITE_MASK
 
 
 def is_hidden(span: dict) -> bool:
