@@ -66,30 +66,32 @@ class TextBox:
     size: float
     # Computed once (the reading order reads it many times).
     bbox: Rect
+    # Characters without the lines' surrounding whitespace (page and document statistics read it).
+    chars: int
 
     @classmethod
     def of(cls, lines: Sequence[Line]) -> TextBox | None:
-        lines = tuple(ln for ln in lines if ln.text.strip())
-        if not lines:
-            return None
-        sizes: Counter[float] = Counter()
+        # One pass over the lines: this runs for every block of every page.
+        kept = []
+        sizes: dict[float, int] = {}
+        x0 = y0 = float("inf")
+        x1 = y1 = float("-inf")
         for ln in lines:
-            sizes[ln.size] += len(ln.text.strip())
-        bbox = (
-            min(ln.bbox[0] for ln in lines),
-            min(ln.bbox[1] for ln in lines),
-            max(ln.bbox[2] for ln in lines),
-            max(ln.bbox[3] for ln in lines),
-        )
-        return cls(lines, sizes.most_common(1)[0][0], bbox)
+            n = len(ln.text.strip())
+            if not n:
+                continue
+            kept.append(ln)
+            sizes[ln.size] = sizes.get(ln.size, 0) + n
+            bx0, by0, bx1, by1 = ln.bbox
+            x0, y0, x1, y1 = min(x0, bx0), min(y0, by0), max(x1, bx1), max(y1, by1)
+        if not kept:
+            return None
+        # On equal counts max() keeps the size seen first (the earlier line).
+        return cls(tuple(kept), max(sizes, key=sizes.__getitem__), (x0, y0, x1, y1), sum(sizes.values()))
 
     @property
     def text(self) -> str:
         return "\n".join(ln.text for ln in self.lines)
-
-    @property
-    def chars(self) -> int:
-        return sum(len(ln.text.strip()) for ln in self.lines)
 
     def without(self, drop: Callable[[Line], bool]) -> TextBox | None:
         """This box less the lines ``drop`` selects, or None when nothing is left."""
@@ -172,6 +174,10 @@ def _split_columns(lines: list[Line]) -> list[list[Line]]:
 
 def _line(spans: list[dict], bbox: Rect | None) -> Line:
     """A line from its spans; ``bbox`` is MuPDF's line box when no span was dropped."""
+    if len(spans) == 1:
+        # Most lines are one span: no joins or min/max scans.
+        sp = spans[0]
+        return Line(sp["text"], bbox or tuple(sp["bbox"]), round(sp["size"], 1))  # type: ignore[arg-type]
     if bbox is None:
         bbox = (
             min(sp["bbox"][0] for sp in spans),

@@ -94,6 +94,10 @@ def _is_common_han(ch: str) -> bool:
 def _classify_token(token: str) -> str | None:
     """'good', 'unknown', 'bad', or None for a token with no letters or digits."""
     words = _english_words()
+    if token.isascii() and token.isalpha():
+        # The commonest token, a plain word: none of the checks below can fire
+        # but the last two (it is its own single run, of letters only).
+        return "good" if (len(token) > 1 and token.lower() in words) or token in _SINGLE_LETTER_WORDS else "unknown"
     if _BAD_CHAR.search(token) or _MARKER.search(token):
         return "bad"
     runs = _ALNUM_RUN.findall(token)
