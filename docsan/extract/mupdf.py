@@ -47,6 +47,7 @@ def _settings(pymupdf: ModuleType) -> None:
 
 def _import_without_addons() -> ModuleType:
     if "pymupdf" in sys.modules:
+        # Imported before docsan (with its add-ons, or by this function).
         return sys.modules["pymupdf"]
     # A None entry makes `import NAME` raise ImportError, which PyMuPDF catches.
     blocked = [name for name in _ADDONS if name not in sys.modules]
@@ -58,10 +59,11 @@ def _import_without_addons() -> ModuleType:
         for name in blocked:
             if sys.modules.get(name, ...) is None:
                 del sys.modules[name]
-    _settings(pymupdf)
     if pymupdf.pymupdf4llm is None and importlib.util.find_spec("pymupdf4llm") is not None:
         pymupdf.pymupdf4llm = _ImportOnUse("pymupdf4llm")
     return pymupdf
 
 
 pymupdf = _import_without_addons()
+# Also when PyMuPDF was imported first: the settings must not depend on which add-ons are installed.
+_settings(pymupdf)
