@@ -6,16 +6,15 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.common import err_console, fail, get_config
 from docsan.errors import DocsanError
-from docsan.runner.ask import Answer, Prepared, execute, prepare
-from docsan.runner.backends.factory import make_backend
-from docsan.runner.errors import GuardError
-from docsan.runner.queue import DeferredQueue
+
+if TYPE_CHECKING:
+    from docsan.runner.ask import Answer, Prepared
 
 # Exit status of a request the guard refused (1 is any other failure, 2 a bad configuration).
 EXIT_REFUSED = 3
@@ -68,6 +67,13 @@ def ask(
 
     Long non-priority prompts go to the deferred queue (see `docsan queue`).
     """
+    # The runner (tokenizer, backends) is imported here, not at module level:
+    # every other command, `clean` above all, would pay for it at start-up.
+    from docsan.runner.ask import execute, prepare
+    from docsan.runner.backends.factory import make_backend
+    from docsan.runner.errors import GuardError
+    from docsan.runner.queue import DeferredQueue
+
     config = get_config(config_file)
     backend_name = backend.value if backend else config.runner.backend
     try:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import pymupdf
 import pytesseract
 from PIL import Image
 
 from docsan.config import ExtractConfig
 from docsan.errors import DocsanError
 from docsan.extract.joining import join_pieces
+from docsan.extract.mupdf import pymupdf
 from docsan.model import BBox, Block, Source
 
 # OSD needs only letter shapes; this is its resolution (see the module docstring).

@@ -19,12 +19,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pymupdf
-
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
 from docsan.extract import layout, tables, textlayer_quality
 from docsan.extract.layout import PageText, Rect, TextBox
+from docsan.extract.mupdf import pymupdf
 from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Source
 
 # A page counts as a scan when images cover at least this share of it (all

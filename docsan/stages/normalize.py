@@ -32,7 +32,7 @@ import regex
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from docsan.model import Block, BlockKind, Document, Page, Source, Table
+from docsan.model import Block, BlockKind, Cell, Document, Page, Source, Table
 from docsan.report import Change, StageResult
 from docsan.stages.charclass import CJK, REMOVABLE, invisible_class
 
@@ -55,6 +55,12 @@ _FTFY_NOT_NEEDED = regex.compile(rf"[\x20-\x7e\n\t{CJK}\u3000\u2013\u2014\u2018\
 # The layout whitespace stripped from line ends; U+3000 included, since an
 # ideographic space at a line end indents nothing.
 _TRAILING = " \t\u3000"
+# Text this stage leaves exactly as it is (see _is_plain): visible ASCII, CJK and
+# the typographic characters ftfy ignores, single spaces and line breaks. One
+# class, fullmatch: linear.
+_PLAIN_CHARS = regex.compile(rf"[\x21-\x7e{CJK}\u2013\u2014\u2018\u2019\u201c\u201d\u2026 \n]*")
+_NOT_PLAIN_EDGES = (" ", "\n")
+_NOT_PLAIN_RUNS = ("  ", " \n", "\n ", "\n\n\n")
 # Pages from these sources were laid out by a PDF: line-leading spaces are
 # positioning noise there, while in text files and chat they are indentation
 # (code, nested lists) and kept.
@@ -239,10 +245,7 @@ class _Cleaner:
         tally = _Tally()
         # Count on the table's cells (its content); the block's plain
         # rendering is cleaned the same way without counting it twice.
-        rows = tuple(
-            tuple(replace(c, text=self.text(c.text, tally, keep_indent=False, in_table=True)) for c in row)
-            for row in block.table.rows
-        )
+        rows = tuple(tuple(self._cell(c, tally) for c in row) for row in block.table.rows)
         table = Table(rows=rows, header_rows=block.table.header_rows)
         text = self.text(block.text, _Tally(), keep_indent=False, in_table=True)
         if text == block.text and table == block.table:
@@ -251,8 +254,23 @@ class _Cleaner:
         self._report(page, block.text, text, tally)
         return replace(block, text=text, table=table)
 
+    def _cell(self, cell: Cell, tally: _Tally) -> Cell:
+        text = self.text(cell.text, tally, keep_indent=False, in_table=True)
+        # Unchanged cells are kept as they are: a table has thousands of them.
+        return cell if text == cell.text else replace(cell, text=text)
+
     def text(self, text: str, tally: _Tally, *, keep_indent: bool, in_table: bool = False) -> str:
         """Clean one piece of text, recording what was removed or repaired in ``tally``."""
+        if _is_plain(text):
+            # Most text (and nearly every table cell) needs nothing: skip the
+            # regex passes. The counters are touched as the full path does, so
+            # the stage's statistics keep the same keys in the same order.
+            self._touch_space_counters()
+            return text
+        return self.clean(text, tally, keep_indent=keep_indent, in_table=in_table)
+
+    def clean(self, text: str, tally: _Tally, *, keep_indent: bool, in_table: bool) -> str:
+        """:meth:`text` without the fast path for plain text."""
         if in_table and "\x0c" in text:
             # A cell has no paragraphs: a form feed there is just a stray control.
             tally.removed["\x0c"] += text.count("\x0c")
@@ -278,6 +296,12 @@ class _Cleaner:
             if text == before or (_FTFY_NOT_NEEDED.fullmatch(text) and not _ANY_REMOVABLE.search(text)):
                 break
         return text
+
+    def _touch_space_counters(self) -> None:
+        if self.stage.unify_spaces:
+            self.stats["spaces_unified"] += 0
+        if self.stage.collapse_whitespace:
+            self.stats["whitespace_runs_collapsed"] += 0
 
     def _ftfy(self, text: str, fixes: list[str]) -> str:
         # Fast path: text made only of characters no ftfy fix involves
@@ -327,6 +351,21 @@ class _Cleaner:
             self.changes.append(Change("normalize", reason, page.number, before, after))
             self.stats[f"removed_{cls.replace(' ', '_').replace('-', '_')}"] += sum(chars.values())
             self.stats["chars_removed"] += sum(chars.values())
+
+
+def _is_plain(text: str) -> bool:
+    """True when every step of the stage would return ``text`` unchanged and remove nothing.
+
+    Its characters are neither removable, nor line breaks to unify, nor
+    anything ftfy repairs, nor other spaces; and no line starts or ends with
+    a space, no spaces run, no blank-line run, no leading or trailing break.
+    """
+    return (
+        _PLAIN_CHARS.fullmatch(text) is not None
+        and not text.startswith(_NOT_PLAIN_EDGES)
+        and not text.endswith(_NOT_PLAIN_EDGES)
+        and not any(run in text for run in _NOT_PLAIN_RUNS)
+    )
 
 
 def _counts(chars: Counter[str]) -> str:

@@ -1,0 +1,64 @@
+"""The issue 2/6 speed target in one quick measurement: docsan against the floor.
+
+Run: python bench/bench_perf.py [runs]  (prints JSON)
+
+Two whole processes, imports included, started in turn ``runs`` times on
+every text-layer file of the shared corpus (MANIFEST ``text_layer`` = yes):
+plain PyMuPDF ``page.get_text()`` (the floor) and ``docsan clean --no-ocr``
+in one batch, exactly as ``bench/tools_speed.py`` starts them. Best times are
+compared (a busy neighbour on the shared machine only ever adds time); the
+target is ``ratio`` <= 2 (half the floor's speed). ``load_avg`` is the
+machine's 1-minute load when the run ended: above the core count, every
+number here is inflated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import corpus_dir, text_layer_files  # noqa: E402
+from bench.tools_speed import default_tools, measure  # noqa: E402
+
+TOOLS = ("pymupdf_text", "docsan")
+TARGET_RATIO = 2.0
+
+
+def run(runs: int = 3, timeout_s: float = 600) -> dict:
+    corpus = corpus_dir()
+    if corpus is None:
+        return {"skipped": "shared corpus not found"}
+    files = [f.path for f in text_layer_files(corpus)]
+    tools = [t for t in default_tools() if t.name in TOOLS]
+    times: dict[str, list[float]] = {t.name: [] for t in tools}
+    with tempfile.TemporaryDirectory(prefix="docsan-perf-") as tmp:
+        for _ in range(runs):
+            for tool in tools:
+                m = measure(tool.argv(files, Path(tmp)), cwd=tool.cwd, timeout_s=timeout_s)
+                if m.returncode != 0:
+                    raise RuntimeError(f"{tool.name} failed ({m.returncode}): {m.stderr[-500:]}")
+                times[tool.name].append(m.wall_s)
+    floor, docsan = min(times["pymupdf_text"]), min(times["docsan"])
+    return {
+        "files": len(files),
+        "runs": runs,
+        "floor_s": round(floor, 3),
+        "docsan_s": round(docsan, 3),
+        "runs_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
+        "ratio": round(docsan / floor, 2),
+        "target_ratio": TARGET_RATIO,
+        "met": docsan / floor <= TARGET_RATIO,
+        "load_avg": round(os.getloadavg()[0], 2),
+        "cores": os.cpu_count(),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(int(sys.argv[1]) if len(sys.argv) > 1 else 3), indent=2))
