@@ -64,6 +64,14 @@ def test_sentence_continues_inside_its_column(fedreg: Document) -> None:
     assert text.index("Hatta International Airport in Jakarta") < text.index("Following the Lion Air Flight 610")
 
 
+def test_paragraphs_that_mupdf_puts_in_one_block_are_split_at_their_gap(irs: Document) -> None:
+    """IRS p1 sets "What's New" items with a small extra gap, and MuPDF returns several in one
+    block; reflow would make them one paragraph. Each item must start its own block."""
+    starts = [b.text.split("\n")[0] for b in irs.pages[0].blocks]
+    for item in ("Capital gain tax rate reduced.", "Expiring tax benefits."):
+        assert any(s.startswith(item) for s in starts), item
+
+
 def test_headings_by_font_size(irs: Document) -> None:
     headings = [b for p in irs.pages for b in p.blocks if b.kind is BlockKind.HEADING]
     texts = [b for p in irs.pages for b in p.blocks if b.kind is BlockKind.TEXT]

@@ -9,6 +9,7 @@ second pass over the page content would cost as much as the text itself.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,10 @@ MIN_GUTTER = 6.0
 HEADING_RATIO = 1.15
 HEADING_MIN_DELTA = 1.0
 HEADING_MAX_LINES = 3
+
+# Extra space between two lines of a block, in font sizes, that makes a
+# paragraph break (see _split_paragraphs).
+PARAGRAPH_GAP = 0.5
 
 Rect = tuple[float, float, float, float]
 
@@ -172,6 +177,33 @@ def _split_columns(lines: list[Line]) -> list[list[Line]]:
     return [[lines[i] for i in sorted(g)] for g in groups]
 
 
+def _split_paragraphs(lines: list[Line]) -> list[list[Line]]:
+    """Split a MuPDF block at gaps clearly wider than its own line spacing.
+
+    MuPDF puts paragraphs set with a small extra gap (a few points) into one
+    block; reflow would then join them into one paragraph, and the stages that
+    work on paragraphs (near-duplicates, budgets) would see one unit. A gap
+    counts as a paragraph break when it exceeds the block's typical gap
+    between lines by half a font size: the usual paragraph spacing, well above
+    the rounding noise of line boxes. Blocks of fewer than three lines have no
+    typical gap to compare with and stay whole.
+    """
+    if len(lines) < 3:
+        return [lines]
+    gaps = [b.bbox[1] - a.bbox[3] for a, b in itertools.pairwise(lines)]
+    # Lines side by side (a row of cells) overlap vertically: not a line pitch.
+    stacked = sorted(g for g in gaps if g > -0.5 * min(ln.size for ln in lines))
+    if len(stacked) < 2:
+        return [lines]
+    typical = stacked[len(stacked) // 2]
+    parts = [[lines[0]]]
+    for gap, line in zip(gaps, lines[1:], strict=True):
+        if gap > typical + PARAGRAPH_GAP * line.size:
+            parts.append([])
+        parts[-1].append(line)
+    return parts
+
+
 def _line(spans: list[dict], bbox: Rect | None) -> Line:
     """A line from its spans; ``bbox`` is MuPDF's line box when no span was dropped."""
     if len(spans) == 1:
@@ -237,7 +269,7 @@ def read_page(
                 if spans:
                     target.append(_line(spans, tuple(line["bbox"]) if whole and target is shown else None))
         for lines, target_list in ((shown, out.visible), (hidden, out.hidden)):
-            for group in _split_columns(lines):
+            for group in (p for col in _split_columns(lines) for p in _split_paragraphs(col)):
                 box = TextBox.of(group)
                 if box is not None:
                     target_list.append(box)
