@@ -93,7 +93,7 @@ def clean(
         Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")
     ] = None,
     lang: Annotated[
-        str | None, typer.Option("--lang", help="Tesseract languages for OCR [default: chi_sim+eng].")
+        str | None, typer.Option("--lang", help="Tesseract languages for OCR (default: chi_sim+eng).")
     ] = None,
     no_ocr: Annotated[
         bool, typer.Option("--no-ocr", help="Never OCR; pages without a text layer come out empty.")
@@ -120,12 +120,12 @@ def clean(
     strategy: Annotated[
         BudgetStrategy | None,
         typer.Option(
-            "--strategy", help="With --budget: head, head-tail, or query [default: query if --query, else head]."
+            "--strategy", help="With --budget: head, head-tail, or query (default: query if --query, else head)."
         ),
     ] = None,
     tokenizer: Annotated[
         str | None,
-        typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json [default: DeepSeek-V4]."),
+        typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: the DeepSeek-V4 tokenizer)."),
     ] = None,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
