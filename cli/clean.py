@@ -125,7 +125,7 @@ def clean(
     ] = None,
     tokenizer: Annotated[
         str | None,
-        typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: the DeepSeek-V4 tokenizer)."),
+        typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
     ] = None,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
