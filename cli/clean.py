@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import err_console, error_line, fail, get_config
@@ -176,17 +175,11 @@ def clean(
             progress.update(task, description=f"cleaning {src.name}")
             try:
                 result = pipeline.run(load(src, config.extract))
-            except DocsanError as err:
-                failed += 1
-                progress.console.print(f"[bold red]docsan: error:[/] {escape(str(err))}", highlight=False)
-                progress.advance(task)
-                continue
             except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
                 failed += 1
-                progress.console.print(
-                    f"[bold red]docsan: error:[/] {escape(f'{src}: internal error ({type(err).__name__}: {err})')}",
-                    highlight=False,
-                )
+                # The progress bar draws on err_console, so error_line prints above it.
+                known = isinstance(err, DocsanError)
+                error_line(str(err) if known else f"{src}: internal error ({type(err).__name__}: {err})")
                 progress.advance(task)
                 continue
             text = render(result, fmt, table_html=_table_html(config))
