@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docsan.budget.special_tokens import SpecialTokens, neutralise
+from docsan.budget.control_tokens import SpecialTokens, neutralise
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import ExtractConfig
 from docsan.extract import load

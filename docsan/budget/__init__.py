@@ -8,8 +8,8 @@
 The stages ``budget`` and ``special_tokens`` wrap these for the pipeline.
 """
 
-from docsan.budget.chat import ChatFit, CountMessages, count_messages_default, fit_chat, fit_messages
-from docsan.budget.special_tokens import neutralise
+from docsan.budget.chat_trim import ChatFit, CountMessages, count_messages_default, fit_chat, fit_messages
+from docsan.budget.control_tokens import neutralise
 from docsan.budget.tokenizer import Tokenizer, TokenizerError
 from docsan.budget.truncate import fit_document
 

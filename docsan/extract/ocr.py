@@ -24,9 +24,9 @@ from PIL import Image
 
 from docsan.config import ExtractConfig
 from docsan.errors import DocsanError
-from docsan.extract.joining import join_pieces
 from docsan.extract.mupdf import pymupdf
 from docsan.model import BBox, Block, Source
+from docsan.text.joining import join_pieces
 
 # OSD needs only letter shapes; this is its resolution (see the module docstring).
 OSD_DPI = 150

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
-from docsan.extract import layout, tables, textlayer_quality
+from docsan.extract import layout, textlayer_quality
 from docsan.extract.layout import PageText, Rect, TextBox
 from docsan.extract.mupdf import pymupdf
 from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Source
+from docsan.tables import ruled
 
 # A page counts as a scan when images cover at least this share of it (all
 # images together: some scanners slice a page into dozens of strips).
@@ -134,7 +135,7 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
         # Under white text: a page without image resources skips the image
         # pass (it costs a second interpretation of the page).
         lambda: _image_rects(page) if page.get_images() else [],
-        lambda pt: config.tables and tables.plausible(pt.rules_h, pt.rules_v),
+        lambda pt: config.tables and ruled.plausible(pt.rules_h, pt.rules_v),
     )
     boxes = list(found.visible)
     coverage: float | None = None
@@ -162,7 +163,7 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
         reason = ""
     if reason:
         return _ocr_draft(page, draft, config, notes, reason)
-    if config.tables and tables.plausible(found.rules_h, found.rules_v):
+    if config.tables and ruled.plausible(found.rules_h, found.rules_v):
         boxes = _with_tables(found, boxes, draft)
     draft.items = layout.reading_order([*boxes, *draft.items], _bbox_of)
     return draft
@@ -197,11 +198,11 @@ def _inside(line: layout.Line, rect: Rect) -> bool:
 def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[TextBox]:
     """Add table blocks to ``draft``; return ``boxes`` less the lines now inside a table."""
     rects: list[Rect] = []
-    for grid in tables.find_grids(found.rules_h, found.rules_v, found.spans):
+    for grid in ruled.find_grids(found.rules_h, found.rules_v, found.spans):
         x0, y0, x1, y1 = grid.bbox
         inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
-        table = tables.fill(grid, inside)
-        text = tables.render_rows(table)
+        table = ruled.fill(grid, inside)
+        text = ruled.render_rows(table)
         if not text.replace("|", "").strip():
             continue  # a ruled frame with no text: a form or a decoration, not a table
         rects.append(grid.bbox)

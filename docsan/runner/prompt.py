@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from docsan.budget import Tokenizer, fit_document
-from docsan.budget.special_tokens import SpecialTokens
+from docsan.budget.control_tokens import SpecialTokens
 from docsan.model import Document
 from docsan.render import render_text
 from docsan.report import Change, StageResult

@@ -17,7 +17,7 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
   paragraphs is new (a re-sent paste with a new question keeps the question);
   then paragraphs are compared, which removes the paste alone.
 * Shingles: CJK character 5-grams, word 3-grams elsewhere, per script segment
-  (:mod:`docsan.textalgo.shingles`). Signatures are computed in one batch with
+  (:mod:`docsan.text.shingles`). Signatures are computed in one batch with
   ``MinHash.bulk`` and an xxhash hash function, with a fixed seed.
 * Candidates from LSH are verified by the exact Jaccard similarity of the
   shingle sets before anything is removed; a unit is only compared with units
@@ -44,8 +44,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.model import Block, BlockKind, Document
 from docsan.report import Change, StageResult
-from docsan.textalgo.banding import BandIndex, lsh_params
-from docsan.textalgo.shingles import Shingled, shingle
+from docsan.text.banding import BandIndex, lsh_params
+from docsan.text.shingles import Shingled, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.

@@ -2,7 +2,7 @@
 
 Runs first so every later stage compares clean text. Three steps per block:
 
-1. Invisible characters are removed (:mod:`docsan.stages.charclass`): controls,
+1. Invisible characters are removed (:mod:`docsan.text.chardata`): controls,
    zero-width and bidi characters, tag characters, soft hyphens, U+FFFD. They
    are how hidden instructions are smuggled into prompts, so each removal is
    reported, grouped per block and per character class. Two emoji sequences
@@ -34,7 +34,7 @@ from pydantic.dataclasses import dataclass
 
 from docsan.model import Block, BlockKind, Cell, Document, Page, Source, Table
 from docsan.report import Change, StageResult
-from docsan.stages.charclass import CJK, REMOVABLE, invisible_class
+from docsan.text.chardata import CJK, REMOVABLE, invisible_class
 
 # Tag-character spellings of the subdivision flags that have an emoji
 # (RGI): England, Scotland, Wales. Anything else in tag characters is a

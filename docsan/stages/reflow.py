@@ -26,8 +26,8 @@ from pydantic.dataclasses import dataclass
 
 from docsan.model import Block, BlockKind, Document, Source
 from docsan.report import Change, StageResult
-from docsan.stages.charclass import CJK, display_width
 from docsan.stages.lineblocks import is_row_of_pieces, merge_line_blocks
+from docsan.text.chardata import CJK, display_width
 
 _CJK_CHAR = regex.compile(rf"[{CJK}]")
 _CJK_PUNCT = regex.compile(r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60]")

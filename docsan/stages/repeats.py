@@ -3,7 +3,7 @@
 The incident's fix was ``re.sub(r"(.+?)\\1{3,}", r"\\1", text)``, which backtracks
 quadratically or worse on text without line breaks (100k characters: more than
 two minutes). This stage finds every maximal tandem repeat with
-:func:`docsan.textalgo.runs.find_runs` (vectorised, O(n log max_period)),
+:func:`docsan.text.runs.find_runs` (vectorised, O(n log max_period)),
 decides per run whether it is noise or legitimate text, and deletes all but one
 copy. Only exact copies are ever deleted, and each deletion is reported.
 
@@ -48,8 +48,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.model import BBox, Block, BlockKind, Document, Page
 from docsan.report import Change, StageResult
-from docsan.textalgo.runs import Run, RunFilter, find_runs
-from docsan.textalgo.script import CJK_CLASS, is_cjk, is_separator, is_word_char
+from docsan.text.runs import Run, RunFilter, find_runs
+from docsan.text.script import CJK_CLASS, is_cjk, is_separator, is_word_char
 
 # A single newline between two CJK characters: a soft wrap. One character of
 # look-around on each side, no quantifiers: linear.

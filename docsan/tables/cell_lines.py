@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from statistics import median
 
+from docsan.geometry import font_size, is_one_row
 from docsan.model import Block, BlockKind, Page
-from docsan.stages.layout import font_size, is_one_row
 
 # A row: at least this many cells...
 MIN_CELLS = 3

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from docsan.extract.joining import join_pieces
 from docsan.extract.layout import Rect, Span
 from docsan.model import Cell, Table
+from docsan.text.joining import join_pieces
 
 # Rule ends closer than this (points) touch; positions closer than this are one grid line.
 SNAP = 2.0

@@ -11,7 +11,7 @@ from typing import ClassVar
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from docsan.budget.chat import fit_chat
+from docsan.budget.chat_trim import fit_chat
 from docsan.budget.tokenizer import Tokenizer
 from docsan.budget.truncate import Strategy, fit_document, resolve_strategy
 from docsan.model import Document

@@ -10,7 +10,7 @@ Three inputs reach this stage:
   (not rebuilt: see ``docsan.tables.cell_lines``).
 
 The repair rules, and why vertical spans are never guessed, are in
-``docsan.tables.grid``. Every changed row is reported with its old and new text.
+``docsan.tables.repair``. Every changed row is reported with its old and new text.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from docsan.model import Block, BlockKind, Document, Page, Table
 from docsan.render import table_to_markdown
 from docsan.report import Change, StageResult
 from docsan.tables.cell_lines import cell_per_line_tables
-from docsan.tables.grid import RepairResult, repair_grid
 from docsan.tables.pipes import parse_pipe_table
+from docsan.tables.repair import RepairResult, repair_grid
 
 
 def _row_text(cells: list[str] | tuple[str, ...]) -> str:

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from docsan.config.runner import RunnerConfig
 from docsan.errors import ConfigError
-from docsan.runner.settings import RunnerConfig
 
 # The order matters: control characters go first so every later comparison
 # sees clean text; furniture is found on the extractor's own lines, before
