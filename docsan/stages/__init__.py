@@ -24,7 +24,7 @@ REGISTRY: dict[str, str] = {
     "tables": "docsan.stages.table_repair:TableRepair",
     "repeats": "docsan.stages.repeats:Repeats",
     "neardup": "docsan.stages.neardup:NearDuplicates",
-    "special_tokens": "docsan.budget.control_tokens:SpecialTokens",
+    "special_tokens": "docsan.stages.special_tokens:SpecialTokens",
     "budget": "docsan.stages.budget:Budget",
 }
 
