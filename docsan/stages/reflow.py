@@ -27,10 +27,9 @@ from pydantic.dataclasses import dataclass
 from docsan.model import Block, BlockKind, Document, Source
 from docsan.report import Change, StageResult
 from docsan.stages.lineblocks import is_row_of_pieces, merge_line_blocks
-from docsan.text.chardata import CJK, display_width
+from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
 
-_CJK_CHAR = regex.compile(rf"[{CJK}]")
-_CJK_PUNCT = regex.compile(r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60]")
+_CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
 # Line-final characters that continue a token across the break (see _joiner).
 _GLUE_AFTER = frozenset("–—/")
 # Spaces between two CJK characters ("费用 分 类"). The lookarounds are one
@@ -201,7 +200,7 @@ def _joiner(last: str, first: str, before_last: str) -> str:
     """
     if _CJK_PUNCT.match(last) or _CJK_PUNCT.match(first):
         return ""
-    if _CJK_CHAR.match(last) and _CJK_CHAR.match(first):
+    if is_cjk(last) and is_cjk(first):
         return ""
     if last in _GLUE_AFTER and before_last and not before_last.isspace():
         return ""

@@ -1,12 +1,24 @@
-"""Character classes shared by the normalize and reflow stages.
+"""Named character classes: what "invisible", "CJK", "wide" and "word character" mean, once.
 
-Kept in one place so the stage that removes invisible characters, the stage
-that joins CJK lines, and the tests that check the output all agree on what
-"invisible" and "CJK" mean. Every class is a plain ``regex`` character class,
-so patterns built from them stay linear-time.
+Data apart from logic, in ftfy's manner: every stage, the extractor's joining
+and the budget's ranking take their character classes from here, so the stage
+that removes invisible characters, the stage that joins CJK lines and the
+tests that check the output all agree. Every class is a plain ``regex``
+character class body, so patterns built from them stay linear-time.
+
+Two notions that look alike are kept apart on purpose:
+
+* **CJK** (:data:`CJK`, :func:`is_cjk`): scripts written without spaces
+  between words, where a line break or a space between two characters is
+  layout, not content. Hangul is not in it: Korean separates words with spaces.
+* **wide** (:func:`is_wide`, :func:`display_width`): East Asian Wide and
+  Fullwidth characters, two columns on a page. That includes Hangul and most
+  emoji; it is what widths on a page are estimated from.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 import regex
 
@@ -39,14 +51,25 @@ def _class_body(ranges: tuple[tuple[int, int], ...]) -> str:
 # A regex class body with every removable code point (the form feed excluded).
 REMOVABLE = "".join(_class_body(ranges) for _, ranges in INVISIBLE_CLASSES)
 
-# Characters written without spaces between them: Han ideographs, kana,
-# Bopomofo, CJK punctuation (U+3001-U+303F, not the ideographic space
-# U+3000, which is layout), CJK compatibility/vertical forms, and full-width
-# forms. Hangul is deliberately absent: Korean separates words with spaces.
-CJK = (
-    r"\p{Han}\p{Hiragana}\p{Katakana}\p{Bopomofo}"
-    r"\u3001-\u303f\u30fc\ufe30-\ufe4f\uff01-\uff60\uffe0-\uffe6"
-)
+# Letters of the scripts written without spaces: Han ideographs, kana,
+# Bopomofo, and the prolonged sound mark U+30FC (a kana letter of script
+# Common). What tokenisers cut into characters (shingles, BM25 bigrams).
+CJK_LETTERS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Bopomofo}\u30fc"
+
+# Characters written without spaces between them: the letters above, CJK
+# punctuation (U+3001-U+303F, not the ideographic space U+3000, which is
+# layout), CJK compatibility/vertical forms, and full-width forms. Hangul is
+# deliberately absent: Korean separates words with spaces.
+CJK = CJK_LETTERS + r"\u3001-\u303f\ufe30-\ufe4f\uff01-\uff60\uffe0-\uffe6"
+_CJK_CHAR = regex.compile(rf"[{CJK}]")
+# CJK and full-width punctuation (not full-width letters or digits): it carries
+# its own spacing, so no space is written on either side of it.
+CJK_PUNCTUATION = r"\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60"
+
+
+def is_cjk(ch: str) -> bool:
+    """True for a character of :data:`CJK`: no space is written next to it, a line break beside it is layout."""
+    return bool(ch) and _CJK_CHAR.match(ch) is not None
 
 
 def invisible_class(char: str) -> str:
@@ -64,6 +87,11 @@ def invisible_class(char: str) -> str:
 _WIDE = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
 
 
+def is_wide(ch: str) -> bool:
+    """An East Asian Wide or Fullwidth character (CJK, Hangul, most emoji): about one em wide when printed."""
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
 def display_width(text: str) -> int:
     """Columns ``text`` takes on a page: wide (CJK) characters count two.
 
@@ -72,3 +100,13 @@ def display_width(text: str) -> int:
     as a full line of English.
     """
     return len(text) if text.isascii() else len(text) + len(_WIDE.findall(text))
+
+
+def is_word_char(ch: str) -> bool:
+    """A letter or digit of a space-separated script: cutting between two of these splits a word."""
+    return ch.isalnum() and not is_cjk(ch)
+
+
+def is_separator(ch: str) -> bool:
+    """Whitespace or punctuation: what may end a repeated unit ("bye " in "bye bye bye")."""
+    return ch.isspace() or unicodedata.category(ch)[0] in "PZ"

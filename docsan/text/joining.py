@@ -7,14 +7,7 @@ also writes ``2017年9月`` and ``常关缉违字[2019]13号`` without spaces).
 
 from __future__ import annotations
 
-import regex
-
-# Han, kana, hangul, CJK and full-width punctuation: no space is needed next to these.
-_CJK = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u3000-\u303f\uff00-\uffef]")
-
-
-def is_cjk(ch: str) -> bool:
-    return bool(ch) and _CJK.match(ch) is not None
+from docsan.text.chardata import is_cjk
 
 
 def join_pieces(pieces: list[str]) -> str:

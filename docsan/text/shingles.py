@@ -13,14 +13,15 @@ from dataclasses import dataclass
 
 import regex
 
+from docsan.text.chardata import CJK_LETTERS
+
 # One token per maximal run of CJK letters, or per alphanumeric word;
 # punctuation and spaces are dropped. Alternatives of single character
 # classes, each with one quantifier: linear.
-_CJK_LETTERS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc"
 _TOKEN = regex.compile(
-    rf"(?P<cjk>[{_CJK_LETTERS}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK_LETTERS}]]+)", flags=regex.V1
+    rf"(?P<cjk>[{CJK_LETTERS}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{CJK_LETTERS}]]+)", flags=regex.V1
 )
-_ANY_CJK = regex.compile(rf"[{_CJK_LETTERS}]")
+_ANY_CJK = regex.compile(rf"[{CJK_LETTERS}]")
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 
 
