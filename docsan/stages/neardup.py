@@ -9,10 +9,10 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
   blank line: how reflow marks a paragraph end, and how a PDF extractor that
   joins closely set paragraphs into one block leaves them after reflow) gives
   one unit per paragraph, and a removed paragraph is cut out of its block.
-  In a PDF whose extractor cut a paragraph into
-  one block per line, consecutive left-aligned single-line blocks of one font
-  size with line spacing between them form one unit (``group_lines``); after
-  the reflow stage this is a no-op. In a chat history, whole messages are
+  In a PDF whose extractor cut a paragraph into one block per line, the
+  line blocks that reflow rejoins (the same rule,
+  :func:`docsan.geometry.continues_paragraph`) form one unit
+  (``group_lines``); after the reflow stage this is a no-op. In a chat history, whole messages are
   compared first (``messages``): a message goes whole only when none of its
   paragraphs is new (a re-sent paste with a new question keeps the question);
   then paragraphs are compared, which removes the paste alone.
@@ -42,6 +42,7 @@ from datasketch import MinHash
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, Document
 from docsan.report import Change, StageResult
 from docsan.text.banding import BandIndex, lsh_params
@@ -91,23 +92,6 @@ def _paragraphs(text: str) -> list[str]:
     return [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
 
 
-def _continues(prev: Block, block: Block) -> bool:
-    """Is ``block`` the next line of the paragraph whose last line is ``prev``?
-
-    True for left-aligned single-line blocks of the same font size separated by
-    no more than ordinary line spacing (one font size; paragraph breaks in the
-    corpus are two or more).
-    """
-    if prev.bbox is None or block.bbox is None or not prev.font_size or not block.font_size:
-        return False
-    fs = prev.font_size
-    if abs(block.font_size - fs) > 0.15 * fs:
-        return False
-    single_line = prev.bbox.height <= 1.8 * fs and block.bbox.height <= 1.8 * fs
-    gap = block.bbox.y0 - prev.bbox.y1
-    return single_line and abs(block.bbox.x0 - prev.bbox.x0) <= fs and -0.3 * fs <= gap <= fs
-
-
 @pydantic_dataclass(config=ConfigDict(extra="forbid"), frozen=True)
 class NearDuplicates:
     """Drop later paragraphs/messages whose shingle sets are at least ``threshold`` Jaccard-similar."""
@@ -140,8 +124,8 @@ class NearDuplicates:
     # in every section); tables are the tables stage's business.
     exempt_headings: bool = True
     exempt_tables: bool = True
-    # Treat consecutive single-line PDF blocks with line spacing as one
-    # paragraph (see _continues); off compares each block on its own.
+    # Treat consecutive single-line PDF blocks that reflow would rejoin as one
+    # paragraph (docsan.geometry.continues_paragraph); off compares each block on its own.
     group_lines: bool = True
     # A unit whose normalised text is at least this share digits (a table row
     # extracted as text, a record, a dated header) is only removed when it has
@@ -213,11 +197,12 @@ class NearDuplicates:
         groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
         for i, page in enumerate(doc.pages):
             group: list[int] = []
+            edges = right_edges(page.blocks) if self.group_lines else {}
             for j, block in enumerate(page.blocks):
                 if (i, j) in removed or not self._eligible(block):
                     group = []
                     continue
-                if not (group and self.group_lines and _continues(page.blocks[group[-1]], block)):
+                if not (group and self.group_lines and continues_paragraph(page.blocks[group[-1]], block, edges)):
                     group = []
                     groups.append((i, group))
                 group.append(j)

@@ -24,9 +24,9 @@ import regex
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
+from docsan.geometry import is_row_of_pieces, merge_line_blocks
 from docsan.model import Block, BlockKind, Document, Source
 from docsan.report import Change, StageResult
-from docsan.stages.lineblocks import is_row_of_pieces, merge_line_blocks
 from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
 
 _CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
@@ -82,7 +82,7 @@ class Reflow:
     # list markers and code fences protect their real structure.
     join_sources: tuple[Source, ...] = (Source.TEXT_LAYER, Source.OCR, Source.PLAIN_TEXT, Source.CHAT)
     # Put back together paragraphs whose lines the PDF stored as separate
-    # blocks, one line each (see lineblocks.py); only geometry decides.
+    # blocks, one line each (see docsan.geometry.merge_line_blocks); only geometry decides.
     merge_line_blocks: bool = True
     # Drop a line-end hyphen when the document spells the joined word
     # without one elsewhere ("pre-\nprocessing" + "preprocessing" seen).
