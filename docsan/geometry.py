@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from docsan.model import BBox, Block, BlockKind, Source
 
+# A box as PyMuPDF gives it, in points from the top-left corner: (x0, y0, x1, y1).
+# A plain tuple where boxes are made by the thousand (the extractor, the ruled-table finder).
+Rect = tuple[float, float, float, float]
+
 # In font sizes; see the module docstring.
 LINE_HEIGHT = 1.6
 ROW_THICKNESS = 1.8

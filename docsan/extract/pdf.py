@@ -22,9 +22,11 @@ from pathlib import Path
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
 from docsan.extract import layout, textlayer_quality
-from docsan.extract.layout import PageText, Rect, TextBox
+from docsan.extract.layout import PageText, TextBox
 from docsan.extract.mupdf import pymupdf
+from docsan.geometry import Rect
 from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Source
+from docsan.render import table_text
 from docsan.tables import ruled
 
 # A page counts as a scan when images cover at least this share of it (all
@@ -202,7 +204,7 @@ def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[T
         x0, y0, x1, y1 = grid.bbox
         inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
         table = ruled.fill(grid, inside)
-        text = ruled.render_rows(table)
+        text = table_text(table)
         if not text.replace("|", "").strip():
             continue  # a ruled frame with no text: a form or a decoration, not a table
         rects.append(grid.bbox)

@@ -33,6 +33,7 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
 from docsan.model import Block, BlockKind, Cell, Document, Page, Source, Table
+from docsan.render import table_text
 from docsan.report import Change, StageResult
 from docsan.text.chardata import CJK, REMOVABLE, invisible_class
 
@@ -243,11 +244,12 @@ class _Cleaner:
     def _table(self, page: Page, block: Block) -> Block:
         assert block.table is not None
         tally = _Tally()
-        # Count on the table's cells (its content); the block's plain
-        # rendering is cleaned the same way without counting it twice.
+        # The cells are the table's content; the block's plain text is
+        # their rendering, rebuilt from the cleaned cells (cleaning it as
+        # prose would squeeze the spaces around an empty cell).
         rows = tuple(tuple(self._cell(c, tally) for c in row) for row in block.table.rows)
         table = Table(rows=rows, header_rows=block.table.header_rows)
-        text = self.text(block.text, _Tally(), keep_indent=False, in_table=True)
+        text = table_text(table)
         if text == block.text and table == block.table:
             return block
         self.stats["blocks_changed"] += 1

@@ -16,6 +16,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from docsan.budget.control_tokens import Action, guard_for, neutralise
 from docsan.budget.tokenizer import Tokenizer
 from docsan.model import Block, Cell, Document
+from docsan.render import table_text
 from docsan.report import Change, StageResult
 
 STAGE = "special_tokens"
@@ -48,14 +49,16 @@ class SpecialTokens:
         return StageResult(out, changes, {"tokens_neutralised": len(changes)})
 
     def _block(self, block: Block, page: int, tok: Tokenizer, changes: list[Change]) -> Block:
-        text, found = neutralise(block.text, tok, self.action)
         table = block.table
-        if table is not None:
-            in_cells: list[str] = []
-            rows = tuple(tuple(self._cell(c, tok, in_cells) for c in row) for row in table.rows)
+        if table is None:
+            text, found = neutralise(block.text, tok, self.action)
+        else:
+            # A table renders from its cells: their hits are the ones to report,
+            # and the block's plain text is rebuilt from them.
+            found = []
+            rows = tuple(tuple(self._cell(c, tok, found) for c in row) for row in table.rows)
             table = replace(table, rows=rows)
-            # A table renders from its cells, so the cells' hits are the ones to report.
-            found = in_cells or found
+            text = table_text(table)
         if not found:
             return block
         escaped = guard_for(tok).escaped

@@ -23,15 +23,11 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.model import Block, BlockKind, Document, Page, Table
-from docsan.render import table_to_markdown
+from docsan.render import table_row_text, table_text, table_to_markdown
 from docsan.report import Change, StageResult
 from docsan.tables.cell_lines import cell_per_line_tables
 from docsan.tables.pipes import parse_pipe_table
 from docsan.tables.repair import RepairResult, repair_grid
-
-
-def _row_text(cells: list[str] | tuple[str, ...]) -> str:
-    return "| " + " | ".join(cells) + " |"
 
 
 @pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -93,10 +89,10 @@ class TableRepair:
             changes.extend(self._row_changes(page.number, table, result))
             if result.table.n_rows == 0:
                 continue
-            text = table_to_markdown(result.table)
-            if from_pipes and text != block.text:
-                changes.append(Change(self.name, "pipe text read as table", page.number, block.text, text))
-            blocks.append(replace(block, kind=BlockKind.TABLE, table=result.table, text=text))
+            if from_pipes and (rendered := table_to_markdown(result.table)) != block.text:
+                # Reported as the output will show it: the renderer writes the grid as a Markdown table.
+                changes.append(Change(self.name, "pipe text read as table", page.number, block.text, rendered))
+            blocks.append(replace(block, kind=BlockKind.TABLE, table=result.table, text=table_text(result.table)))
         if self.detect_cell_per_line:
             self._report_cell_lines(page, changes, stats)
         return page.with_blocks(blocks) if touched else page
@@ -106,11 +102,11 @@ class TableRepair:
         after_rows = result.table.text_rows()
         for old_index, row in enumerate(before.text_rows()):
             new_index = result.row_map[old_index]
-            old_text = _row_text(row)
+            old_text = table_row_text(row)
             if new_index is None:
                 out.append(Change(self.name, "empty table row", page, old_text))
                 continue
-            new_text = _row_text(after_rows[new_index])
+            new_text = table_row_text(after_rows[new_index])
             if new_text != old_text:
                 if old_index in result.merged_rows:
                     reason = "spanned cell merged"

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from docsan.extract.layout import Rect, Span
+from docsan.geometry import Rect
 from docsan.model import Cell, Table
 from docsan.text.joining import join_pieces
 
@@ -46,6 +46,15 @@ BORDER_COVERAGE = 0.6
 
 HRule = tuple[float, float, float]  # x0, x1, y
 VRule = tuple[float, float, float]  # y0, y1, x
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A visible span of the page: its text, box, and the vertical centre of its line (what cells are filled from)."""
+
+    text: str
+    bbox: Rect
+    line_y: float
 
 
 def plausible(rules_h: list[HRule], rules_v: list[VRule]) -> bool:
@@ -323,8 +332,3 @@ def _row_bands(grid: Grid, r: int, cell_lines: dict[Region, list[Line]]) -> list
         return [grid.ys[r]]
     fitting = sum(1 for lines in filled if _fits(lines, bands))
     return bands if fitting >= SPLIT_SHARE * len(filled) else [grid.ys[r]]
-
-
-def render_rows(table: Table) -> str:
-    """Plain text of a table: one line per row, cells separated by `` | ``."""
-    return "\n".join(" | ".join(c.text for c in row if not c.covered) for row in table.rows)
