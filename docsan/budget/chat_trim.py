@@ -29,10 +29,10 @@ from typing import Any
 from docsan.budget.tokenizer import Tokenizer
 from docsan.budget.truncate import Strategy, fit_document
 from docsan.errors import ConfigError
-from docsan.extract.text import paragraphs_to_blocks
 from docsan.model import Document, DocumentKind, Page, Source
 from docsan.render import render_messages
 from docsan.report import Change, StageResult
+from docsan.text.paragraphs import paragraphs_to_blocks
 
 CountMessages = Callable[[list[dict[str, str]]], int]
 

@@ -222,7 +222,7 @@ def _load_with_pdfplumber(path: Path, config: ExtractConfig, pages: Sequence[int
     import pdfplumber
     from pdfminer.pdfparser import PDFSyntaxError
 
-    from docsan.extract.text import paragraphs_to_blocks
+    from docsan.text.paragraphs import paragraphs_to_blocks
 
     name = str(path)
     wanted = set(pages) if pages is not None else None

@@ -46,15 +46,13 @@ from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, Document
 from docsan.report import Change, StageResult
 from docsan.text.banding import BandIndex, lsh_params
+from docsan.text.paragraphs import split_paragraphs
 from docsan.text.shingles import Shingled, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.
 _QUOTE_CHARS = 200
 _NUMBER = regex.compile(r"\p{Nd}+")
-# A paragraph break inside a block: a blank (or whitespace-only) line. One
-# bounded-class run either side of a literal newline: linear.
-_PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n\s*")
 
 
 @dataclass(slots=True)
@@ -65,7 +63,7 @@ class _Unit:
     sh: Shingled
     label: str  # "page 3" / "message 2", for reports
     # The paragraph's index among its block's paragraphs when the block holds
-    # several (see _paragraphs); None when the unit is whole blocks.
+    # several (see split_paragraphs); None when the unit is whole blocks.
     paragraph: int | None = None
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
@@ -85,11 +83,6 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
     return len(part & whole) / len(part) if part else 1.0
-
-
-def _paragraphs(text: str) -> list[str]:
-    """The block's paragraphs: its text split at blank lines, empty pieces dropped."""
-    return [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
 
 
 @pydantic_dataclass(config=ConfigDict(extra="forbid"), frozen=True)
@@ -155,7 +148,7 @@ class NearDuplicates:
                     if (i, j) in removed:
                         continue
                     if (i, j) in cut:
-                        kept = [p for k, p in enumerate(_paragraphs(block.text)) if k not in cut[(i, j)]]
+                        kept = [p for k, p in enumerate(split_paragraphs(block.text)) if k not in cut[(i, j)]]
                         block = block.with_text("\n\n".join(kept))
                     blocks.append(block)
                 page = page.with_blocks(blocks)
@@ -210,7 +203,7 @@ class NearDuplicates:
         for i, group in groups:
             page = doc.pages[i]
             label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
-            paragraphs = _paragraphs(page.blocks[group[0]].text) if len(group) == 1 else []
+            paragraphs = split_paragraphs(page.blocks[group[0]].text) if len(group) == 1 else []
             if len(paragraphs) > 1:
                 for k, text in enumerate(paragraphs):
                     unit = self._unit(i, group, text, label)
@@ -265,7 +258,7 @@ class NearDuplicates:
             else:
                 (j,) = unit.blocks
                 cut[(unit.page, j)].add(unit.paragraph)
-                if len(cut[(unit.page, j)]) == len(_paragraphs(doc.pages[unit.page].blocks[j].text)):
+                if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
                     removed.add((unit.page, j))  # every paragraph went: the block goes
                     del cut[(unit.page, j)]
             what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
