@@ -5,9 +5,12 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from docsan.model import Block, BlockKind, Document, Table
+
+# What a cleaned document is written as: plain text, Markdown (headings, pipe tables), or JSON with the report.
+OutputFormat = Literal["text", "markdown", "json"]
 
 
 def table_row_text(cells: Iterable[str]) -> str:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from docsan.budget.tokenizer import Tokenizer
-from docsan.budget.truncate import Strategy, fit_document
+from docsan.budget.truncate import fit_document
+from docsan.config import BudgetStrategy
 from docsan.errors import ConfigError
 from docsan.model import Document, DocumentKind, Page, Source
 from docsan.render import render_messages
@@ -88,7 +89,7 @@ def fit_chat(
     tokenizer: Tokenizer,
     *,
     count_messages: CountMessages | None = None,
-    strategy: Strategy | None = None,
+    strategy: BudgetStrategy | None = None,
     query: str | None = None,
 ) -> StageResult:
     """Trim a chat document (one page per message) so ``count_messages`` of its messages is within budget."""
@@ -141,7 +142,7 @@ def _cut_largest(
     tokenizer: Tokenizer,
     cost: Callable[[list[int]], int],
     changes: list[Change],
-    strategy: Strategy | None,
+    strategy: BudgetStrategy | None,
     query: str | None,
 ) -> int:
     """Cut kept messages by paragraph, largest first, until the history fits; edits ``pages`` in place."""
@@ -180,7 +181,7 @@ def fit_messages(
     tokenizer: Tokenizer,
     *,
     count_messages: CountMessages | None = None,
-    strategy: Strategy | None = None,
+    strategy: BudgetStrategy | None = None,
     query: str | None = None,
 ) -> ChatFit:
     """Trim an OpenAI-style ``messages`` list (string contents) to ``budget`` tokens.

@@ -27,6 +27,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from docsan.config.runner import RunnerConfig
 from docsan.errors import ConfigError
 
+# The choices of options that the command line offers by name (its enums are built from these).
+# When to OCR a PDF page (ExtractConfig.ocr explains each).
+OcrMode = Literal["auto", "always", "never"]
+# How the tables stage lays out a spanned cell (docsan.stages.table_repair explains each).
+TablePolicy = Literal["once", "fill", "html"]
+# Which paragraphs a token budget keeps (docsan.budget.truncate explains each).
+BudgetStrategy = Literal["head", "head-tail", "query"]
+
 # The order matters: control characters go first so every later comparison
 # sees clean text; furniture is found on the extractor's own lines, before
 # reflow joins them into paragraphs; near-duplicates are judged on whole
@@ -47,7 +55,7 @@ class ExtractConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # auto: OCR only the pages whose text layer is missing or garbage.
-    ocr: Literal["auto", "always", "never"] = "auto"
+    ocr: OcrMode = "auto"
     # Tesseract language packs; the incident's uploads were Chinese and English.
     lang: str = "chi_sim+eng"
     # 300 dpi is tesseract's sweet spot for body text; lower loses CJK strokes.
@@ -78,6 +86,52 @@ class Config(BaseModel):
 
     def stage_options(self, name: str) -> dict[str, Any]:
         return dict(self.options.get(name, {}))
+
+    @property
+    def table_html(self) -> bool:
+        """True when the tables stage keeps spans for HTML tables: renderers and budgets must then write HTML."""
+        return self.stage_options("tables").get("policy") == "html"
+
+    def with_budget(
+        self,
+        budget: int | None,
+        *,
+        query: str | None = None,
+        strategy: BudgetStrategy | None = None,
+        tokenizer: str | None = None,
+        markdown: bool = False,
+        suffix: str = "",
+    ) -> Config:
+        """Append the ``special_tokens`` stage (with a budget or a tokenizer) and the ``budget`` stage (with a budget).
+
+        A tokenizer names the model the prompt is for, so its control tokens
+        are guarded whenever one is given; the budget stage runs last, on the
+        text exactly as it will be written: ``markdown`` and this config's
+        table policy say how it is rendered, ``suffix`` is what the writer adds
+        after it (``docsan clean`` ends its output with a newline).
+        """
+        if budget is None and (query is not None or strategy is not None):
+            raise ConfigError("a query or a budget strategy needs a budget")
+        if budget is None and tokenizer is None:
+            return self
+        stages = list(self.stages)
+        options: dict[str, dict[str, Any]] = {}
+        tok = {"tokenizer": tokenizer} if tokenizer is not None else {}
+        if "special_tokens" not in stages:
+            stages.append("special_tokens")
+        options["special_tokens"] = dict(tok)
+        if budget is not None:
+            if "budget" in stages:
+                stages.remove("budget")
+            stages.append("budget")
+            opts: dict[str, Any] = {"budget": budget, "markdown": markdown, "table_html": self.table_html, **tok}
+            opts["suffix"] = suffix
+            if query is not None:
+                opts["query"] = query
+            if strategy is not None:
+                opts["strategy"] = strategy
+            options["budget"] = opts
+        return self.with_overrides(options=options, stages=tuple(stages))
 
     def with_overrides(
         self,

@@ -9,6 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MIB = 1024**2
 
+# Where `docsan ask` runs a prompt: the bundled CPU engine, vLLM in this process (GPU), or vllm serve endpoints.
+BackendName = Literal["embedded", "inprocess", "remote"]
+
 
 class EmbeddedConfig(BaseModel):
     """The embedded CPU engine (vLLM's CPU build running the bundled SmolLM2)."""
@@ -32,7 +35,7 @@ class RunnerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["embedded", "inprocess", "remote"] = "embedded"
+    backend: BackendName = "embedded"
     # The seed's gateway limit: prompt + max_tokens above this is refused whatever the tiers say.
     hard_limit: int = Field(32768, gt=0)
     # Prompt token budget for `docsan ask` (chat template included); None: no truncation, the

@@ -13,7 +13,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.budget.chat_trim import fit_chat
 from docsan.budget.tokenizer import Tokenizer
-from docsan.budget.truncate import Strategy, fit_document, resolve_strategy
+from docsan.budget.truncate import fit_document, resolve_strategy
+from docsan.config import BudgetStrategy
 from docsan.model import Document
 from docsan.report import StageResult
 
@@ -26,7 +27,7 @@ class Budget:
     # Required: there is no sensible default size for a prompt.
     budget: int = Field(ge=1)
     # None: "query" when a query is given, else "head" (document order).
-    strategy: Strategy | None = None
+    strategy: BudgetStrategy | None = None
     # The user's question, for the query strategy (BM25 over paragraphs).
     query: str | None = None
     # None = the default DeepSeek-V4 tokenizer; set it to the served model's.

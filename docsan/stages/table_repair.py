@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from docsan.config import TablePolicy
 from docsan.model import Block, BlockKind, Document, Page, Table
 from docsan.render import table_row_text, table_text, table_to_markdown
 from docsan.report import Change, StageResult
@@ -41,7 +42,7 @@ class TableRepair:
     # fill: the value is repeated in every spanned cell, for retrieval chunks
     # that must stand alone row by row. html: spans are kept and the CLI
     # renders such tables as HTML with colspan/rowspan, which Markdown lacks.
-    policy: Literal["once", "fill", "html"] = "once"
+    policy: TablePolicy = "once"
     # Text blocks that are pipe tables become table blocks. On by default:
     # the pipe text is what the incident's collapsed cells looked like.
     parse_pipe_text: bool = True

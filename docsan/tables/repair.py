@@ -22,13 +22,12 @@ Then rows and columns that hold no text go, and spans shrink with them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import regex
 
+from docsan.config import TablePolicy
 from docsan.model import Cell, Table
 
-Policy = Literal["once", "fill", "html"]
 _LETTER = regex.compile(r"\p{L}")
 _SPACE = regex.compile(r"\s+")
 
@@ -68,7 +67,7 @@ def _owners(table: Table) -> list[list[tuple[int, int]]]:
     return owner
 
 
-def repair_grid(table: Table, policy: Policy = "once") -> RepairResult:
+def repair_grid(table: Table, policy: TablePolicy = "once") -> RepairResult:
     """Merge collapsed spans, drop empty rows and columns, lay the spans out per ``policy``."""
     n_rows, n_cols = table.n_rows, table.n_cols
     text = {
