@@ -81,11 +81,12 @@ def test_headings_by_font_size(irs: Document) -> None:
     assert all(len(h.text.splitlines()) <= 3 for h in headings)
 
 
-def test_white_on_white_text_is_dropped_and_noted(fedreg: Document) -> None:
+def test_white_on_white_text_is_dropped_and_reported_with_its_text(fedreg: Document) -> None:
     # The GPO slug ("VerDate ... jbell on DSK...") is printed white on every page.
     assert "VerDate" not in fedreg.text and "jbell on" not in fedreg.text
-    noted = [n for n in fedreg.notes if "white-on-white" in n]
-    assert len(noted) == 15
+    white = [c for c in fedreg.extraction if c.code == "extract.white_text"]
+    assert [c.page for c in white] == list(range(1, 16))
+    assert all(c.kind == "removed" and "jbell on DSKJLSW7X2PROD" in c.text for c in white)
     assert "Federal Register" in fedreg.text
 
 
@@ -93,7 +94,7 @@ def test_white_text_on_a_coloured_band_is_kept(corpus: Path) -> None:
     # The Cancer Council cover sets "Cancer information" in white on a blue/yellow band.
     doc = load_pdf(corpus / "cancer_council_breast_cancer_guide_76p.pdf", NO_OCR, pages=[1])
     assert "information" in doc.text
-    assert not any("white-on-white" in n for n in doc.notes)
+    assert not [c for c in doc.extraction if c.code == "extract.white_text"]
 
 
 def test_ocr_layer_of_a_scan_is_kept_when_usable(corpus: Path) -> None:
@@ -101,13 +102,16 @@ def test_ocr_layer_of_a_scan_is_kept_when_usable(corpus: Path) -> None:
     doc = load_pdf(corpus / "zh_feida_audit_letter_scan_ocrlayer_6p.pdf", ExtractConfig(), pages=[1, 2])
     assert "菲达环保" in doc.text and "上海证券交易所" in doc.text
     assert all(p.ocr and all(b.source is Source.OCR for b in p.blocks) for p in doc.pages)
-    assert not any("OCR'd" in n or "invisible" in n for n in doc.notes)
+    assert not any("OCR'd" in n for n in doc.notes) and doc.extraction == ()
 
 
 def test_garbage_ocr_layer_is_not_trusted(corpus: Path) -> None:
     doc = load_pdf(corpus / "memo_scan_garbage_ocr_layer.pdf", NO_OCR)
     assert "«POAH" not in doc.text and doc.pages[0].blocks == ()
     assert any("garbage" in n and "OCR is off" in n for n in doc.notes)
+    # The garbage layer that was left out is in the report, to be read.
+    (dropped,) = doc.extraction
+    assert dropped.code == "extract.text_layer_replaced" and "«POAH" in dropped.text
 
 
 def test_unmapped_font_junk_does_not_leak(corpus: Path) -> None:

@@ -148,7 +148,7 @@ def test_ocr_spaces_between_cjk_characters_are_removed() -> None:
     result = docsan.clean_text("费用 分 类 ， 说明", BOTH)
     assert result.text == "费用分类，说明"
     [change] = result.report.changes
-    assert change.stage == "reflow" and "cjk spaces removed 4" in change.reason
+    assert change.code == "reflow.reflowed" and "cjk spaces removed 4" in change.reason
     assert change.text == "费用 分 类 ， 说明" and change.replacement == "费用分类，说明"
 
 

@@ -43,8 +43,8 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.geometry import continues_paragraph, right_edges
-from docsan.model import Block, BlockKind, Document
-from docsan.report import Change, StageResult
+from docsan.model import Block, BlockKind, ChangeKind, Document
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.banding import BandIndex, lsh_params
 from docsan.text.paragraphs import split_paragraphs
 from docsan.text.shingles import Shingled, shingle
@@ -53,6 +53,12 @@ from docsan.text.shingles import Shingled, shingle
 # would bury the report.
 _QUOTE_CHARS = 200
 _NUMBER = regex.compile(r"\p{Nd}+")
+
+# By scale: a paragraph, or (chat histories) a whole message.
+DUPLICATE = {
+    scale: ChangeCode(f"neardup.{scale}", ChangeKind.REMOVED, f"a {scale} that repeats a kept one (exact or near copy)")
+    for scale in ("paragraph", "message")
+}
 
 
 @dataclass(slots=True)
@@ -262,15 +268,9 @@ class NearDuplicates:
                     removed.add((unit.page, j))  # every paragraph went: the block goes
                     del cut[(unit.page, j)]
             what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
-            changes.append(
-                Change(
-                    self.name,
-                    f"{scale} {what} of {best.label}",
-                    doc.pages[unit.page].number,
-                    unit.text,
-                    duplicate_of=_quote(best.text),
-                )
-            )
+            reason = f"{scale} {what} of {best.label}"
+            page = doc.pages[unit.page].number
+            changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
             stats[f"{scale}s_removed"] += 1
             stats["chars_removed"] += len(unit.text)
 
