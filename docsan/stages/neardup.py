@@ -31,6 +31,7 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import ClassVar
@@ -46,7 +47,9 @@ from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, ChangeKind, Document
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.banding import BandIndex, lsh_params
-from docsan.text.paragraphs import split_paragraphs
+from docsan.text.paragraphs import is_short_lines, paragraph_spans, split_paragraphs
+from docsan.text.passages import Entry, Passage, cut_spans, find_passages
+from docsan.text.sections import NO_SECTIONS, Occurrence, Sections, find_sections, is_boilerplate, occurrence
 from docsan.text.shingles import Shingled, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
@@ -59,6 +62,11 @@ DUPLICATE = {
     scale: ChangeCode(f"neardup.{scale}", ChangeKind.REMOVED, f"a {scale} that repeats a kept one (exact or near copy)")
     for scale in ("paragraph", "message")
 }
+PASSAGE = ChangeCode(
+    "neardup.passage",
+    ChangeKind.REMOVED,
+    "a later exact copy of an earlier passage, cut out of the blocks it runs over, whatever their boundaries",
+)
 
 
 @dataclass(slots=True)
@@ -78,6 +86,10 @@ class _Unit:
 
 def _quote(text: str) -> str:
     return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
+
+
+def _passage_text(doc: Document, pieces: tuple[tuple[Hashable, int, int], ...]) -> str:
+    return " ".join(doc.pages[i].blocks[j].text[lo:hi] for (i, j), lo, hi in pieces)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -135,27 +147,51 @@ class NearDuplicates:
     # Chat histories: compare whole messages first, so a re-sent paste goes
     # even when each of its paragraphs alone is short.
     messages: bool = True
+    # Keep a paragraph that recurs once per section (a clause closing every
+    # section of a contract: docsan.text.sections.is_boilerplate) in every
+    # section: read section by section, each copy is needed.
+    boilerplate: bool = True
+    # Then cut later exact copies of passages found anywhere in the running
+    # text, across paragraph and page boundaries (docsan.text.passages): a copy
+    # whose paragraphs broke elsewhere than its source's matches no paragraph.
+    # Documents only: in a chat history a message quoting an earlier one is
+    # left to the message and paragraph passes.
+    spans: bool = True
+    # The least a copied passage weighs to be cut (min_chars' measure): 120 is
+    # about two sentences (40 Chinese characters, 20 English words). Shorter
+    # exact repeats inside paragraphs are ordinary writing: a defined term, a
+    # clause that recurs in a rule book, a sentence a summary repeats.
+    min_span_chars: int = Field(120, ge=32)
 
     def __call__(self, doc: Document) -> StageResult:
         changes: list[Change] = []
         stats: dict[str, int | float] = defaultdict(int)
         removed: set[tuple[int, int]] = set()
         cut: dict[tuple[int, int], set[int]] = defaultdict(set)  # block -> removed paragraph indices
+        sections = find_sections(doc) if not doc.is_chat else NO_SECTIONS
+        protected: set[tuple[int, int, int | None]] = set()  # boilerplate paragraphs, kept in every section
         if doc.is_chat and self.messages:
-            self._dedupe(self._message_units(doc), doc, removed, cut, changes, stats, "message")
-        self._dedupe(self._paragraph_units(doc, removed), doc, removed, cut, changes, stats, "paragraph")
-        if not removed and not cut:
+            units = self._message_units(doc)
+            self._dedupe(units, doc, removed, cut, changes, stats, "message", sections, protected)
+        units = self._paragraph_units(doc, removed)
+        self._dedupe(units, doc, removed, cut, changes, stats, "paragraph", sections, protected)
+        ranges: dict[tuple[int, int], list[tuple[int, int]]] = {
+            key: [span for k, span in enumerate(paragraph_spans(doc.pages[key[0]].blocks[key[1]].text)) if k in ks]
+            for key, ks in cut.items()
+        }
+        if self.spans and not doc.is_chat:
+            self._cut_passages(doc, removed, ranges, protected, changes, stats)
+        if not removed and not ranges:
             return StageResult(doc, changes, dict(stats))
         pages = []
         for i, page in enumerate(doc.pages):
-            if any((i, j) in removed or (i, j) in cut for j in range(len(page.blocks))):
+            if any((i, j) in removed or (i, j) in ranges for j in range(len(page.blocks))):
                 blocks = []
                 for j, block in enumerate(page.blocks):
                     if (i, j) in removed:
                         continue
-                    if (i, j) in cut:
-                        kept = [p for k, p in enumerate(split_paragraphs(block.text)) if k not in cut[(i, j)]]
-                        block = block.with_text("\n\n".join(kept))
+                    if (i, j) in ranges:
+                        block = block.with_text(cut_spans(block.text, ranges[(i, j)]))
                     blocks.append(block)
                 page = page.with_blocks(blocks)
             pages.append(page)
@@ -233,6 +269,8 @@ class NearDuplicates:
         changes: list[Change],
         stats: dict,
         scale: str,
+        sections: Sections,
+        protected: set[tuple[int, int, int | None]],
     ) -> None:
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
@@ -251,6 +289,8 @@ class NearDuplicates:
         index = BandIndex(matrix, bands, rows)
         kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
         exact: dict[str, _Unit] = {}
+        found: dict[int, list[tuple[_Unit, float]]] = defaultdict(list)  # kept unit (id) -> its copies
+        kept: dict[int, _Unit] = {}
         for unit in units:
             best, score = self._match(unit, row.get(id(unit)), index, kept_rows, exact, stats)
             if best is None:
@@ -259,20 +299,144 @@ class NearDuplicates:
                     kept_rows[row[id(unit)]] = unit
                     index.insert(row[id(unit)])
                 continue
-            if unit.paragraph is None:
-                removed.update((unit.page, j) for j in unit.blocks)
-            else:
-                (j,) = unit.blocks
-                cut[(unit.page, j)].add(unit.paragraph)
-                if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
-                    removed.add((unit.page, j))  # every paragraph went: the block goes
-                    del cut[(unit.page, j)]
-            what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
-            reason = f"{scale} {what} of {best.label}"
-            page = doc.pages[unit.page].number
-            changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
-            stats[f"{scale}s_removed"] += 1
-            stats["chars_removed"] += len(unit.text)
+            kept[id(best)] = best
+            found[id(best)].append((unit, score))
+        for key, copies in found.items():
+            best = kept[key]
+            # Boilerplate is the same paragraph each time: only exact copies can be it.
+            exact_copies = [u for u, score in copies if score == 1.0]
+            spared = self._boilerplate([best, *exact_copies], doc, sections, protected)
+            if not spared:
+                for unit, score in copies:
+                    self._remove(unit, best, score, doc, removed, cut, changes, stats, scale)
+                continue
+            # One stays per section; any other goes as a copy of the one kept in its section.
+            stats["boilerplate_kept"] += len(spared) - 1
+            keeper = {sections.of(u.page, u.blocks[0]): u for u in spared.values()}
+            for unit in [best, *exact_copies]:
+                if id(unit) not in spared:
+                    other = keeper[sections.of(unit.page, unit.blocks[0])]
+                    self._remove(unit, other, 1.0, doc, removed, cut, changes, stats, scale)
+            named = keeper[sections.of(best.page, best.blocks[0])]
+            for unit, score in copies:
+                if score < 1.0:
+                    self._remove(unit, named, score, doc, removed, cut, changes, stats, scale)
+
+    def _boilerplate(
+        self, members: list[_Unit], doc: Document, sections: Sections, protected: set[tuple[int, int, int | None]]
+    ) -> dict[int, _Unit]:
+        """The copies of one paragraph to keep as boilerplate (by id): one per section, or none.
+
+        In a section that holds it more than once (a copy pasted into the
+        section brought another), the one in the section's opening or closing
+        place stays, else the last.
+        """
+        if not self.boilerplate or sections.count < 2:
+            return {}
+        chosen: dict[int, tuple[_Unit, Occurrence]] = {}
+        for u in members:  # in document order
+            o = occurrence(sections, *self._paragraph_range(u, doc))
+            held = chosen.get(o.section)
+            if held is None or not (held[1].opens or held[1].closes):
+                chosen[o.section] = (u, o)
+        if not is_boilerplate([o for _, o in chosen.values()], sections.count):
+            return {}
+        protected.update((u.page, j, u.paragraph) for u, _ in chosen.values() for j in u.blocks)
+        return {id(u): u for u, _ in chosen.values()}
+
+    @staticmethod
+    def _paragraph_range(unit: _Unit, doc: Document) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """The first and last paragraph (page, block, paragraph index) a unit covers."""
+        if unit.paragraph is not None:
+            key = (unit.page, unit.blocks[0], unit.paragraph)
+            return key, key
+        last_block = unit.blocks[-1]
+        paragraphs = len(split_paragraphs(doc.pages[unit.page].blocks[last_block].text))
+        return (unit.page, unit.blocks[0], 0), (unit.page, last_block, paragraphs - 1)
+
+    def _remove(
+        self,
+        unit: _Unit,
+        best: _Unit,
+        score: float,
+        doc: Document,
+        removed: set[tuple[int, int]],
+        cut: dict[tuple[int, int], set[int]],
+        changes: list[Change],
+        stats: dict,
+        scale: str,
+    ) -> None:
+        if unit.paragraph is None:
+            removed.update((unit.page, j) for j in unit.blocks)
+        else:
+            (j,) = unit.blocks
+            cut[(unit.page, j)].add(unit.paragraph)
+            if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
+                removed.add((unit.page, j))  # every paragraph went: the block goes
+                del cut[(unit.page, j)]
+        what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
+        reason = f"{scale} {what} of {best.label}"
+        page = doc.pages[unit.page].number
+        changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
+        stats[f"{scale}s_removed"] += 1
+        stats["chars_removed"] += len(unit.text)
+
+    # -- passages -----------------------------------------------------------------------------------
+
+    def _cut_passages(
+        self,
+        doc: Document,
+        removed: set[tuple[int, int]],
+        ranges: dict[tuple[int, int], list[tuple[int, int]]],
+        protected: set[tuple[int, int, int | None]],
+        changes: list[Change],
+        stats: dict,
+    ) -> None:
+        """Cut later copies of passages out of what the paragraph pass left (``removed``, ``ranges`` updated).
+
+        The running text skips what went already; tables, blocks of short
+        lines (a form's fields or a table read as text: what reflow leaves
+        unjoined) and the paragraphs kept as boilerplate interrupt it, so no
+        copy runs over them: their repeats are structure.
+        """
+        entries: list[Entry] = []
+        for i, page in enumerate(doc.pages):
+            for j, block in enumerate(page.blocks):
+                if (i, j) in removed or block.kind is BlockKind.FURNITURE:
+                    continue
+                if (block.kind is BlockKind.TABLE and self.exempt_tables) or is_short_lines(block.text):
+                    entries.append(((i, j), None, 0))
+                    continue
+                gone = ranges.get((i, j), [])
+                for k, (lo, hi) in enumerate(paragraph_spans(block.text)):
+                    if (lo, hi) in gone:
+                        continue
+                    if (i, j, k) in protected or ((i, j, None) in protected):
+                        entries.append(((i, j), None, 0))
+                    else:
+                        entries.append(((i, j), block.text[lo:hi], lo))
+        passages = find_passages(entries, min_weight=self.min_span_chars)
+        spans: dict[tuple[int, int], list[Passage]] = defaultdict(list)
+        for passage in passages:
+            for key, *_ in passage.pieces:
+                spans[key].append(passage)
+        stats["passages_cut"] += len(passages)
+        for key, found in spans.items():
+            original = doc.pages[key[0]].blocks[key[1]].text
+            before = cut_spans(original, ranges.get(key, []))
+            new = [(lo, hi) for p in found for k, lo, hi in p.pieces if k == key]
+            ranges[key] = ranges.get(key, []) + new
+            after = cut_spans(original, ranges[key])
+            pages_of = sorted({doc.pages[k[0]].number for p in found for k, *_ in p.source})
+            where = ", ".join(map(str, pages_of))
+            reason = f"repeated passage of page{'s' if len(pages_of) > 1 else ''} {where}"
+            quote = " … ".join(_passage_text(doc, p.source) for p in found)
+            page = doc.pages[key[0]].number
+            changes.append(PASSAGE.change(reason, page, before, replacement=after or None, duplicate_of=_quote(quote)))
+            stats["chars_removed"] += len(before) - len(after)
+            if not after:
+                removed.add(key)
+                del ranges[key]
 
     def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""

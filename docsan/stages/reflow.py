@@ -28,12 +28,21 @@ from docsan.geometry import is_row_of_pieces, merge_line_blocks
 from docsan.model import Block, BlockKind, ChangeKind, Document, Source
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
+from docsan.text.paragraphs import SHORT_LINE, is_short_lines
 
 REFLOWED = ChangeCode(
     "reflow.reflowed",
     ChangeKind.REWRITTEN,
     "a block's layout line breaks joined into paragraphs (hyphens, CJK spaces; the reason lists what)",
 )
+ACROSS_PAGES = ChangeCode(
+    "reflow.across_pages",
+    ChangeKind.REWRITTEN,
+    "a paragraph cut by a page break joined back, on the page where it starts (its line breaks reflowed too)",
+)
+# What ends a paragraph's last line on purpose: a sentence end, a colon (a list follows).
+_ENDS_SENTENCE = frozenset(".!?:;。！？：；…")
+_CLOSING = frozenset("”’」』）)]\"'")
 _CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
 # Line-final characters that continue a token across the break (see _joiner).
 _GLUE_AFTER = frozenset("–—/")
@@ -81,7 +90,7 @@ class Reflow:
     # A block whose longest line is narrower than this (display columns, a
     # CJK character counting two) is a list of short lines (names, an
     # address, a form) and not wrapped prose: its breaks are kept.
-    min_wrap_width: int = Field(24, ge=1)
+    min_wrap_width: int = Field(SHORT_LINE, ge=1)
     # Sources whose line breaks are layout, not the author's. Plain text and
     # chat are included because uploads are often hard-wrapped; indentation,
     # list markers and code fences protect their real structure.
@@ -97,30 +106,73 @@ class Reflow:
     # separate words with spaces. Spaces next to Latin letters or digits are
     # left as they are.
     remove_cjk_spaces: bool = True
+    # Join a paragraph that a page break cut in two (see _continues_on_next_page):
+    # once the furniture stage has removed the running head and page number
+    # between them, the halves are the last block of one page and the first
+    # of the next.
+    join_pages: bool = True
 
     def __call__(self, doc: Document) -> StageResult:
         vocab = _Vocabulary(doc) if self.dehyphenate else None
         stats: Counter[str] = Counter()
         changes: list[Change] = []
         pages = []
-        for page in doc.pages:
+        page_groups = [
+            merge_line_blocks(page.blocks) if self.merge_line_blocks else [(b, (b,)) for b in page.blocks]
+            for page in doc.pages
+        ]
+        continued = self._join_pages(doc, page_groups) if self.join_pages and not doc.is_chat else {}
+        for page, groups in zip(doc.pages, page_groups, strict=True):
             blocks = []
-            groups = merge_line_blocks(page.blocks) if self.merge_line_blocks else [(b, (b,)) for b in page.blocks]
             for block, sources in groups:
                 counts: Counter[str] = Counter()
-                if len(sources) > 1:
-                    counts["blocks_merged"] += len(sources) - 1
+                line_blocks = len(sources) - 1 - continued.get(id(block), 0)
+                if line_blocks:
+                    counts["blocks_merged"] += line_blocks
                 text = self.block_text(block, vocab, counts)
-                if counts:
+                if counts or id(block) in continued:
                     stats["blocks_reflowed"] += 1
                     stats.update(counts)
-                    reason = "reflow: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()))
+                    details = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()) if v)
                     before = "\n\n".join(b.text for b in sources)
-                    changes.append(REFLOWED.change(reason, page.number, before, text))
+                    if id(block) in continued:
+                        stats["pages_joined"] += continued[id(block)]
+                        reason = f"reflow: joined across {continued[id(block)]} page break(s)"
+                        reason += f", {details}" if details else ""
+                        changes.append(ACROSS_PAGES.change(reason, page.number, before, text))
+                    else:
+                        changes.append(REFLOWED.change(f"reflow: {details}", page.number, before, text))
                     block = block.with_text(text)
                 blocks.append(block)
             pages.append(page.with_blocks(blocks) if blocks != list(page.blocks) else page)
         return StageResult(document=doc.with_pages(pages), changes=changes, stats=dict(stats))
+
+    def _join_pages(self, doc: Document, page_groups: list[list[tuple[Block, tuple[Block, ...]]]]) -> dict[int, int]:
+        """Join paragraphs that run on over a page break, in ``page_groups`` (changed in place).
+
+        The second half leaves its page and is appended, after a line break,
+        to the first half's block, which reflow then treats like any other
+        (the break is joined like a wrapped line, a hyphen undone). A
+        paragraph over three pages joins twice. Returns, per joined block
+        (by id), how many page breaks it crossed.
+        """
+        joined: dict[int, int] = {}
+        last: tuple[int, int] | None = None  # (page index, group index) of the last block so far
+        for i, groups in enumerate(page_groups):
+            if not groups:
+                continue
+            if last is not None:
+                (prev, prev_sources) = page_groups[last[0]][last[1]]
+                (nxt, nxt_sources) = groups[0]
+                if _continues_on_next_page(prev, nxt, self.fit_ratio):
+                    merged = prev.with_text(prev.text.rstrip() + "\n" + nxt.text.lstrip())
+                    joined[id(merged)] = joined.pop(id(prev), 0) + 1
+                    page_groups[last[0]][last[1]] = (merged, prev_sources + nxt_sources)
+                    del groups[0]
+                    if not groups:
+                        continue  # the whole page was the middle of the paragraph
+            last = (i, len(groups) - 1)
+        return joined
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
@@ -193,6 +245,40 @@ class Reflow:
                 parts.append(_joiner(prev[-1], nxt[0], prev[-2:-1]))
             parts.append(nxt)
         return "".join(parts)
+
+
+def _continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
+    """Is ``nxt``, the first block of a page, the rest of ``prev``, the last block of the page before?
+
+    All of: both are prose text of one source (and one font size, within 10%,
+    when known; neither a block of short lines); ``prev`` does not end a sentence (nor with a colon: a list
+    follows) and its last line is full, as reflow judges a wrapped line (the
+    next line's first word would not have fitted); ``nxt`` starts
+    mid-sentence: in lower case, or for CJK after a first half that ended
+    on a CJK letter or a comma, with a CJK letter or digit, and not with
+    something that starts a line of its own (a list item, a numbered
+    heading). Furniture must be gone: a running head or a page number left
+    between the halves is a block of its own, which fails these tests.
+    """
+    if prev.kind is not BlockKind.TEXT or nxt.kind is not BlockKind.TEXT or prev.source is not nxt.source:
+        return False
+    if prev.font_size and nxt.font_size and abs(prev.font_size - nxt.font_size) > 0.1 * prev.font_size:
+        return False
+    head, tail = prev.text.rstrip(), nxt.text.lstrip()
+    if not head or not tail or _STARTS_ITEM.match(tail) or _FENCE.search(head) or _FENCE.search(tail):
+        return False
+    if is_short_lines(head) or is_short_lines(tail):
+        return False  # a list, a form or a table read as text: its pieces are not a paragraph's lines
+    end = head[-2] if head[-1] in _CLOSING and len(head) > 1 else head[-1]
+    if end in _ENDS_SENTENCE or _ends_own_line(head):
+        return False
+    first = tail[0]
+    if not (first.islower() or (is_cjk(first) and first.isalpha() and (is_cjk(end) or end in "，、,"))):
+        return False
+    lines = [ln.strip() for ln in head.split("\n")] + [ln.strip() for ln in tail.split("\n")]
+    widest = max(display_width(ln) for ln in lines)
+    last_line = head.split("\n")[-1].strip()
+    return display_width(last_line) + 1 + display_width(_first_word(tail)) > fit_ratio * widest
 
 
 def _joiner(last: str, first: str, before_last: str) -> str:

@@ -60,6 +60,11 @@ CJK_LETTERS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Bopomofo}\u30fc"
 # punctuation (U+3001-U+303F, not the ideographic space U+3000, which is
 # layout), CJK compatibility/vertical forms, and full-width forms. Hangul is
 # deliberately absent: Korean separates words with spaces.
+# How much a CJK letter weighs against a Latin letter or a digit when text is measured for
+# "enough to matter": a Chinese word is one or two characters, an English one about five
+# letters, so at three the same amount of text weighs about the same in both scripts.
+CJK_WEIGHT = 3
+
 CJK = CJK_LETTERS + r"\u3001-\u303f\ufe30-\ufe4f\uff01-\uff60\uffe0-\uffe6"
 _CJK_CHAR = regex.compile(rf"[{CJK}]")
 # CJK and full-width punctuation (not full-width letters or digits): it carries

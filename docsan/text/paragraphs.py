@@ -11,16 +11,33 @@ from __future__ import annotations
 import regex
 
 from docsan.model import Block, BlockKind, Source
+from docsan.text.chardata import display_width
 
+# Display columns (a CJK character counting two): a block none of whose lines is this wide is
+# a list of short lines (names, an address, a form's fields, table cells read as text), not
+# wrapped prose. 12 CJK characters or about four English words.
+SHORT_LINE = 24
 # A paragraph ends at a blank line (spaces allowed on it). Linear: a single
 # character class with a bounded alternation.
 PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n")
 _MD_HEADING = regex.compile(r"#{1,6} ")
 
 
+def paragraph_spans(text: str) -> list[tuple[int, int]]:
+    """Where the paragraphs of ``text`` are: split at blank lines, blank pieces dropped, end newlines trimmed."""
+    spans = []
+    start = 0
+    for end, after in [(m.start(), m.end()) for m in PARAGRAPH_BREAK.finditer(text)] + [(len(text), len(text))]:
+        piece = text[start:end]
+        if piece.strip():
+            spans.append((start + len(piece) - len(piece.lstrip("\n")), end - len(piece) + len(piece.rstrip("\n"))))
+        start = after
+    return spans
+
+
 def split_paragraphs(text: str) -> list[str]:
-    """The paragraphs of ``text``: split at blank lines, blank pieces dropped, newlines at their ends trimmed."""
-    return [para.strip("\n") for para in PARAGRAPH_BREAK.split(text) if para.strip()]
+    """The paragraphs of ``text`` (see :func:`paragraph_spans`)."""
+    return [text[a:b] for a, b in paragraph_spans(text)]
 
 
 def paragraphs_to_blocks(text: str, source: Source, *, markdown: bool = False) -> list[Block]:
@@ -30,3 +47,12 @@ def paragraphs_to_blocks(text: str, source: Source, *, markdown: bool = False) -
         kind = BlockKind.HEADING if markdown and _MD_HEADING.match(para.lstrip()) else BlockKind.TEXT
         blocks.append(Block(para, kind=kind, source=source))
     return blocks
+
+
+def is_short_lines(text: str) -> bool:
+    """True for several lines none of which is :data:`SHORT_LINE` columns wide: a list or a form, not prose.
+
+    One short line is not: a heading, a list item, the last line of a paragraph.
+    """
+    lines = text.strip().split("\n")
+    return len(lines) > 1 and all(display_width(line.strip()) < SHORT_LINE for line in lines)

@@ -31,15 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from docsan.text.rolling_hash import lce, prefix_hashes, sparse_hashes, window_hashes
+
 # Periods below this are compared directly; at and above it by anchored hashes.
 SMALL = 16
-# A Mersenne prime modulus keeps every product of two residues below 2**62,
-# so numpy int64 arithmetic never overflows; unlike hashing modulo 2**64 it
-# is not defeated by Thue–Morse strings. The base is fixed: deterministic.
-_MOD = (1 << 31) - 1
-_BASE = 1_000_003
-_INV_BASE = pow(_BASE, _MOD - 2, _MOD)
-
 # keep(starts, ends, periods) -> bool mask: lets the caller drop runs it would
 # never act on before they become Python objects.
 RunFilter = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -54,32 +49,6 @@ class Run:
     @property
     def length(self) -> int:
         return self.end - self.start
-
-
-def _powers(base: int, n: int) -> np.ndarray:
-    """base**i mod _MOD for i in [0, n), by doubling: log n vectorised steps."""
-    out = np.empty(max(n, 1), dtype=np.int64)
-    out[0] = 1
-    k = 1
-    while k < n:
-        m = min(k, n - k)
-        out[k : k + m] = out[:m] * pow(base, k, _MOD) % _MOD
-        k *= 2
-    return out[:n]
-
-
-def _lce(a: np.ndarray, i: int, j: int, limit: int) -> int:
-    """Length of the longest common extension a[i:i+k] == a[j:j+k], k <= limit, in O(k)."""
-    k = 0
-    step = 64
-    while k < limit:
-        m = min(step, limit - k)
-        diff = np.flatnonzero(a[i + k : i + k + m] != a[j + k : j + k + m])
-        if diff.size:
-            return k + int(diff[0])
-        k += m
-        step *= 2
-    return limit
 
 
 class _Reach:
@@ -140,30 +109,6 @@ def find_runs(codes: np.ndarray, *, max_period: int, keep: RunFilter | None = No
     return found
 
 
-def _prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash."""
-    n = int(codes.size)
-    prefix = np.zeros(n + 1, dtype=np.int64)
-    # Each term is < 2**31, so the running sum stays below 2**63 for any realistic n.
-    np.cumsum(np.mod(codes, _MOD) * _powers(_BASE, n) % _MOD, out=prefix[1:])
-    prefix %= _MOD
-    return prefix, _powers(_INV_BASE, n)
-
-
-def _window_hashes(prefix: np.ndarray, inv: np.ndarray, half: int, at: slice | np.ndarray) -> np.ndarray:
-    """Position-independent hashes of the windows of length ``half`` starting at ``at`` (all in range)."""
-    if isinstance(at, slice):
-        return (prefix[at.start + half : at.stop + half] - prefix[at]) % _MOD * inv[at] % _MOD
-    return (prefix[at + half] - prefix[at]) % _MOD * inv[at] % _MOD
-
-
-def _sparse_hashes(prefix: np.ndarray, inv: np.ndarray, half: int, pos: np.ndarray) -> np.ndarray:
-    """Window hashes at arbitrary positions; a window past the end gets a unique negative value."""
-    n = prefix.size - 1
-    ok = pos <= n - half
-    return np.where(ok, _window_hashes(prefix, inv, half, np.where(ok, pos, 0)), -1 - pos)
-
-
 def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilter | None) -> list[Run]:
     n = int(codes.size)
     prefix = inv = np.empty(0, dtype=np.int64)  # built on first use: periodic inputs never need them
@@ -182,7 +127,7 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
             big *= 2
             continue
         if not prefix.size:
-            prefix, inv = _prefix_hashes(codes)
+            prefix, inv = prefix_hashes(codes)
         width = min(big, max_period + 1 - big)
 
         dense = anchors.size * width >= n
@@ -191,7 +136,7 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
             # padded with unique negatives so windows past the end never match;
             # shifted[a, j] is the hash of the window big + j after a.
             win = np.empty(n - half + 1 + 2 * big, dtype=np.int32)
-            win[: n - half + 1] = _window_hashes(prefix, inv, half, slice(0, n - half + 1))
+            win[: n - half + 1] = window_hashes(prefix, inv, half, slice(0, n - half + 1))
             win[n - half + 1 :] = -1 - np.arange(2 * big, dtype=np.int32)
             shifted = np.lib.stride_tricks.sliding_window_view(win, width)
         octave: list[Run] = []
@@ -205,16 +150,16 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
                 hit = shifted[a + big] == win[a][:, None]
             else:  # sparse (most of a periodic input was skipped): hash only what is compared
                 hit = (
-                    _sparse_hashes(prefix, inv, half, a[:, None] + offsets)
-                    == _sparse_hashes(prefix, inv, half, a)[:, None]
+                    sparse_hashes(prefix, inv, half, a[:, None] + offsets)
+                    == sparse_hashes(prefix, inv, half, a)[:, None]
                 )
             ra = reach_at[c : c + chunk]
             for ai, pj in zip(*np.nonzero(hit), strict=True):
                 start, p = int(a[ai]), big + int(pj)
                 if done.get(p, -1) > start or ra[ai] >= start + half + p:
                     continue  # already extended, or compared inside one shorter-period run
-                right = _lce(codes, start, start + p, n - start - p)
-                left = _lce(rev, n - start, n - start - p, start)
+                right = lce(codes, start, start + p, n - start - p)
+                left = lce(rev, n - start, n - start - p, start)
                 s, agree_end = start - left, start + right
                 done[p] = agree_end
                 e = agree_end + p

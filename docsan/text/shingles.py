@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import regex
 
-from docsan.text.chardata import CJK_LETTERS
+from docsan.text.chardata import CJK_LETTERS, CJK_WEIGHT
 
 # One token per maximal run of CJK letters, or per alphanumeric word;
 # punctuation and spaces are dropped. Alternatives of single character
@@ -38,13 +38,13 @@ class Shingled:
 
     @property
     def length(self) -> int:
-        """Letters and digits, a CJK character counting as three; spaces and punctuation not at all.
+        """Letters and digits, a CJK character counting CJK_WEIGHT; spaces and punctuation not at all.
 
-        A Chinese word is one to two characters, an English one about five
-        letters: weighting CJK by three puts "the same amount of text" at
-        about the same length in both scripts, so one ``min_chars`` serves both.
+        The weight puts "the same amount of text" at about the same length in
+        both scripts, so one ``min_chars`` serves both.
         """
-        return len(self.normalized) - self.normalized.count(" ") + 2 * len(_ANY_CJK.findall(self.normalized))
+        cjk = len(_ANY_CJK.findall(self.normalized))
+        return len(self.normalized) - self.normalized.count(" ") + (CJK_WEIGHT - 1) * cjk
 
 
 def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:

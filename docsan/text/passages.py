@@ -1,0 +1,266 @@
+"""Repeated passages in a document's running text, whatever its paragraph boundaries and page breaks.
+
+A passage pasted twice rarely keeps its paragraph breaks: a page break falls
+inside one copy, or a heading (``5.3.5 小节``) starts a paragraph in one copy
+and stands alone in the other. Paragraph-level units then no longer line up,
+so they are compared here as one running text: every paragraph in reading
+order, without whitespace (line breaks, paragraph breaks and page breaks are
+layout), with separators no copy crosses where something interrupts the
+text (a table). :func:`docsan.text.copies.find_copies` finds the later
+copies; each is then narrowed to whole sentences (:func:`_snap`) and handed
+back as pieces of blocks to cut.
+
+Stretches that repeat with a short period (a column of equal table values
+read as text, ``Layoff Permanent`` down a page, leader dots) are left out of
+every copy: those are data or layout, and the tandem rules judge them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import regex
+
+from docsan.text.chardata import CJK_LETTERS, CJK_WEIGHT
+from docsan.text.copies import Copy, find_copies
+from docsan.text.runs import find_runs
+
+# A window of 16 characters: copies of 31 or more are always found; minimum lengths are above that.
+WINDOW = 16
+# Repeats of a period up to this many characters that run for three periods and two windows are data.
+_PERIODIC = 32
+_CJK_LETTER = regex.compile(rf"[{CJK_LETTERS}]")
+# What ends a sentence: a CJK full stop (or the semicolon that ends each item of a Chinese
+# list) wherever it stands; a Latin one before whitespace and not after an abbreviation (see
+# _Running.sentence_end). Commas, colons and Latin semicolons do not: cutting a copy at a
+# clause leaves half a sentence whose meaning has changed.
+_CJK_STOPS = frozenset("。！？；…")
+_LATIN_STOPS = frozenset(".!?")
+# Closing quotes and brackets after a stop ("。”", ".)") still end the sentence.
+_CLOSERS = frozenset("”’」』）】》)]\"'")
+# Words a full stop follows without ending the sentence (besides single letters and dotted ones: "U.S.").
+_ABBREVIATIONS = frozenset(
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "st",
+        "no",
+        "nos",
+        "vol",
+        "vols",
+        "fig",
+        "figs",
+        "pp",
+        "p",
+        "ch",
+        "sec",
+        "art",
+        "para",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "jr",
+        "sr",
+        "vs",
+        "etc",
+        "eg",
+        "ie",
+        "cf",
+    ]
+)
+
+Piece = tuple[Hashable, int, int]  # (block key, start, end) in the block's text
+# (block key, text, where the text starts in the block's text): one paragraph; text None: a
+# separator. A block may be given as several entries, one per paragraph.
+Entry = tuple[Hashable, str | None, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A later copy of earlier text: the pieces of blocks it covers, and those of its source."""
+
+    pieces: tuple[Piece, ...]
+    source: tuple[Piece, ...]
+    # Letters and digits in it, a CJK letter counting CJK_WEIGHT.
+    weight: int
+
+
+@dataclass(slots=True)
+class _Running:
+    keys: list[Hashable]  # per entry
+    text: str  # the view: every entry's characters but whitespace, NUL at separators
+    codes: np.ndarray  # the view's code points; -1 - position at separators and ruled-out stretches
+    owner: np.ndarray  # index of the entry, -1 at separators
+    orig: np.ndarray  # offset in the owner's block text
+    weights: np.ndarray
+    cjk_stop: np.ndarray
+    latin_stop: np.ndarray
+    closer: np.ndarray
+    gap: np.ndarray  # gap[v]: whitespace or an entry boundary before view position v (True at both ends)
+
+    def sentence_end(self, v: int) -> bool:
+        """Does a sentence end right before view position v (0 < v < n)?"""
+        u = v - 1
+        if self.closer[u] and u >= 1 and (self.cjk_stop[u - 1] or self.latin_stop[u - 1]):
+            u -= 1
+        if self.cjk_stop[u]:
+            return True
+        if not (self.latin_stop[u] and self.gap[v]) or self.text[v].islower():
+            return False
+        start = u
+        while start > 0 and not self.gap[start] and self.owner[start - 1] == self.owner[u]:
+            start -= 1
+        word = self.text[start:u]
+        return len(word) > 1 and "." not in word and word.lower() not in _ABBREVIATIONS
+
+    def boundary(self, v: int) -> bool:
+        """Does a sentence (or a paragraph) start at view position v?"""
+        if v <= 0 or v >= self.codes.size or self.owner[v - 1] != self.owner[v]:
+            return True
+        return self.sentence_end(v)
+
+
+def _char_table(unique: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per distinct code point: whitespace, weight, CJK stop, Latin stop, closer (a loop over distinct ones only)."""
+    chars = [chr(c) for c in unique.tolist()]
+    space = np.array([c.isspace() for c in chars], dtype=bool)
+    weight = np.array([CJK_WEIGHT if _CJK_LETTER.match(c) else 1 if c.isalnum() else 0 for c in chars], dtype=np.int64)
+    cjk = np.array([c in _CJK_STOPS for c in chars], dtype=bool)
+    latin = np.array([c in _LATIN_STOPS for c in chars], dtype=bool)
+    closer = np.array([c in _CLOSERS for c in chars], dtype=bool)
+    return space, weight, cjk, latin, closer
+
+
+def _running(entries: Sequence[Entry]) -> _Running | None:
+    keys: list[Hashable] = []
+    codes, owner, orig = [], [], []
+    for key, text, base in entries:
+        if text is None:
+            if codes:
+                codes.append(np.array([-1], dtype=np.int64))
+                owner.append(np.array([-1], dtype=np.int64))
+                orig.append(np.array([-1], dtype=np.int64))
+            continue
+        arr = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+        codes.append(arr)
+        owner.append(np.full(arr.size, len(keys), dtype=np.int64))
+        orig.append(base + np.arange(arr.size, dtype=np.int64))
+        keys.append(key)
+    if not codes:
+        return None
+    all_codes, all_owner, all_orig = np.concatenate(codes), np.concatenate(owner), np.concatenate(orig)
+    unique, inverse = np.unique(np.maximum(all_codes, 0), return_inverse=True)
+    space, weight, cjk, latin, closer = _char_table(unique)
+    keep = ~space[inverse] | (all_codes < 0)
+    inverse, view, view_owner, view_orig = inverse[keep], all_codes[keep], all_owner[keep], all_orig[keep]
+    negative = view < 0
+    text = np.maximum(view, 0).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    view[negative] = -1 - np.flatnonzero(negative)
+    n = view.size
+    gap = np.ones(n + 1, dtype=bool)
+    gap[1:n] = (view_owner[1:] != view_owner[:-1]) | (view_orig[1:] != view_orig[:-1] + 1)
+    return _Running(
+        keys,
+        text,
+        view,
+        view_owner,
+        view_orig,
+        np.where(negative, 0, weight[inverse]),
+        cjk[inverse] & ~negative,
+        latin[inverse] & ~negative,
+        closer[inverse] & ~negative,
+        gap,
+    )
+
+
+def _rule_out_periodic(run: _Running) -> None:
+    """Give stretches that repeat with a short period codes that match nothing (see the module docstring)."""
+
+    def keep(starts: np.ndarray, ends: np.ndarray, periods: np.ndarray) -> np.ndarray:
+        return ends - starts >= np.maximum(3 * periods, 2 * WINDOW)
+
+    for r in find_runs(run.codes, max_period=_PERIODIC, keep=keep):
+        run.codes[r.start : r.end] = -1 - np.arange(r.start, r.end)
+
+
+def _snap(run: _Running, copy: Copy) -> tuple[int, int]:
+    """The copy narrowed to whole sentences: from the first sentence start in it to the last sentence end.
+
+    Where a copy's ends fall is where its text stops agreeing with the
+    source, often inside a sentence that only begins or ends alike ("The"
+    starting the sentences after both copies); cutting there would leave half
+    a sentence whose meaning has changed. Paragraph starts are sentence
+    starts, in the copy or in its source: a list item or a heading that was a
+    paragraph of its own in the source is a whole unit wherever the copy put it.
+    """
+    shift = copy.start - copy.source
+
+    def boundary(v: int) -> bool:
+        return run.boundary(v) or run.boundary(v - shift)
+
+    p, end = copy.start, copy.end
+    # A sentence starts after a stop, not with one (a copy often begins with the stop before it).
+    while p < end and (not boundary(p) or run.cjk_stop[p] or run.latin_stop[p] or run.closer[p]):
+        p += 1
+    q = end
+    while q > p and not boundary(q):
+        q -= 1
+    return p, q
+
+
+def _pieces(run: _Running, start: int, end: int) -> tuple[Piece, ...]:
+    """The view stretch [start, end) as (block key, start, end) pieces of the blocks' texts."""
+    pieces: list[Piece] = []
+    v = start
+    while v < end:
+        entry = int(run.owner[v])
+        # A copy holds no separator, so its owners rise entry by entry.
+        stop = v + int(np.searchsorted(run.owner[v:end], entry, side="right"))
+        pieces.append((run.keys[entry], int(run.orig[v]), int(run.orig[stop - 1]) + 1))
+        v = stop
+    return tuple(pieces)
+
+
+def find_passages(entries: Sequence[Entry], *, min_weight: float) -> list[Passage]:
+    """The later copies in the running text of ``entries`` (paragraphs in reading order; see :data:`Entry`).
+
+    Each copy weighs at least ``min_weight`` (letters and digits, a CJK
+    letter counting CJK_WEIGHT) once narrowed to whole sentences.
+    """
+    run = _running(entries)
+    if run is None or run.codes.size < 2 * WINDOW:
+        return []
+    _rule_out_periodic(run)
+    weight = np.concatenate(([0], np.cumsum(run.weights)))
+    out = []
+    for copy in find_copies(run.codes, window=WINDOW, weights=run.weights, min_weight=min_weight):
+        start, end = _snap(run, copy)
+        w = int(weight[end] - weight[start])
+        if w < min_weight:
+            continue
+        offset = start - copy.start
+        source = _pieces(run, copy.source + offset, copy.source + offset + end - start)
+        out.append(Passage(_pieces(run, start, end), source, w))
+    return out
+
+
+def cut_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` without the ``spans``; at each seam one run of whitespace stays (the one after the cut)."""
+    kept: list[str] = []
+    pos = 0
+    for lo, hi in sorted(spans):
+        kept.append(text[pos : max(lo, pos)])
+        pos = max(hi, pos)
+    kept.append(text[pos:])
+    out = kept[0]
+    for piece in kept[1:]:
+        left, right = out.rstrip(), piece.lstrip()
+        seam = piece[: len(piece) - len(right)] or out[len(left) :]
+        out = left + seam + right if left and right else left or right
+    return out.strip()

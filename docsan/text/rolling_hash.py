@@ -1,0 +1,68 @@
+"""Polynomial rolling hashes of windows of a code sequence, and exact extension of a hash hit.
+
+Shared by the two repeat finders: tandem runs (:mod:`docsan.text.runs`) and
+later copies of earlier text (:mod:`docsan.text.copies`). A hash only
+proposes; every hit is checked by :func:`lce`, element by element, so a
+collision costs time but never makes a repeat that is not there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# A Mersenne prime modulus keeps every product of two residues below 2**62,
+# so numpy int64 arithmetic never overflows; unlike hashing modulo 2**64 it
+# is not defeated by Thue–Morse strings. The base is fixed: deterministic.
+_MOD = (1 << 31) - 1
+_BASE = 1_000_003
+_INV_BASE = pow(_BASE, _MOD - 2, _MOD)
+
+
+def _powers(base: int, n: int) -> np.ndarray:
+    """base**i mod _MOD for i in [0, n), by doubling: log n vectorised steps."""
+    out = np.empty(max(n, 1), dtype=np.int64)
+    out[0] = 1
+    k = 1
+    while k < n:
+        m = min(k, n - k)
+        out[k : k + m] = out[:m] * pow(base, k, _MOD) % _MOD
+        k *= 2
+    return out[:n]
+
+
+def lce(a: np.ndarray, i: int, j: int, limit: int) -> int:
+    """Length of the longest common extension a[i:i+k] == a[j:j+k], k <= limit, in O(k)."""
+    k = 0
+    step = 64
+    while k < limit:
+        m = min(step, limit - k)
+        diff = np.flatnonzero(a[i + k : i + k + m] != a[j + k : j + k + m])
+        if diff.size:
+            return k + int(diff[0])
+        k += m
+        step *= 2
+    return limit
+
+
+def prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash."""
+    n = int(codes.size)
+    prefix = np.zeros(n + 1, dtype=np.int64)
+    # Each term is < 2**31, so the running sum stays below 2**63 for any realistic n.
+    np.cumsum(np.mod(codes, _MOD) * _powers(_BASE, n) % _MOD, out=prefix[1:])
+    prefix %= _MOD
+    return prefix, _powers(_INV_BASE, n)
+
+
+def window_hashes(prefix: np.ndarray, inv: np.ndarray, width: int, at: slice | np.ndarray) -> np.ndarray:
+    """Position-independent hashes (in [0, 2**31)) of the windows of length ``width`` starting at ``at`` (in range)."""
+    if isinstance(at, slice):
+        return (prefix[at.start + width : at.stop + width] - prefix[at]) % _MOD * inv[at] % _MOD
+    return (prefix[at + width] - prefix[at]) % _MOD * inv[at] % _MOD
+
+
+def sparse_hashes(prefix: np.ndarray, inv: np.ndarray, width: int, pos: np.ndarray) -> np.ndarray:
+    """Window hashes at arbitrary positions; a window past the end gets a unique negative value."""
+    n = prefix.size - 1
+    ok = pos <= n - width
+    return np.where(ok, window_hashes(prefix, inv, width, np.where(ok, pos, 0)), -1 - pos)
