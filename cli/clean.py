@@ -16,7 +16,7 @@ from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import render_json, render_messages, render_text
+from docsan.render import render_chat, render_json, render_text
 
 INPUT_SUFFIXES = {".pdf", ".txt", ".md", ".markdown", ".json", ".text"}
 
@@ -37,6 +37,7 @@ class BudgetStrategy(StrEnum):
     head = "head"
     head_tail = "head-tail"
     query = "query"
+    recent = "recent"
 
 
 class OcrMode(StrEnum):
@@ -61,7 +62,7 @@ def render(result: CleanResult, fmt: OutputFormat, *, table_html: bool) -> str:
     if fmt is OutputFormat.json:
         return render_json(doc, result.report.to_dict())
     if doc.is_chat:
-        return json.dumps(render_messages(doc), ensure_ascii=False, indent=2)
+        return json.dumps(render_chat(doc), ensure_ascii=False, indent=2)
     return render_text(doc, markdown=fmt is OutputFormat.markdown, table_html=table_html)
 
 
@@ -119,7 +120,9 @@ def clean(
     strategy: Annotated[
         BudgetStrategy | None,
         typer.Option(
-            "--strategy", help="With --budget: head, head-tail, or query (default: query if --query, else head)."
+            "--strategy",
+            help="With --budget: head, head-tail, or query (default: query if --query, else head); "
+            "chat histories: query (default: the turns that matter to the latest question) or recent.",
         ),
     ] = None,
     tokenizer: Annotated[
@@ -242,7 +245,9 @@ def budget_overrides(
         opts["suffix"] = "\n"  # the final newline clean writes after the text
         if query is not None:
             opts["query"] = query
-        if strategy is not None:
+        if strategy is BudgetStrategy.recent:
+            opts["chat_strategy"] = strategy.value
+        elif strategy is not None:
             opts["strategy"] = strategy.value
         options["budget"] = opts
     return config.with_overrides(options=options, stages=tuple(stages))

@@ -12,7 +12,7 @@ Typical use::
 The library never imports the command-line front end (``cli``).
 """
 
-from docsan.api import clean_document, clean_file, clean_text
+from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.errors import ConfigError, DocsanError, InputError
 from docsan.model import BBox, Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
@@ -27,6 +27,8 @@ __all__ = [
     "BlockKind",
     "Cell",
     "Change",
+    "ChatCleaner",
+    "ChatResult",
     "CleanResult",
     "Config",
     "ConfigError",
@@ -41,6 +43,7 @@ __all__ = [
     "Source",
     "StageResult",
     "Table",
+    "clean_chat",
     "clean_document",
     "clean_file",
     "clean_text",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from docsan.model import Block, BlockKind, Document, Table
+from docsan.extract.chat import TEXT_PART, message_page
+from docsan.model import Block, BlockKind, Document, Page, Table
 
 
 def table_to_markdown(table: Table) -> str:
@@ -74,12 +76,66 @@ def render_text(doc: Document, *, markdown: bool = False, table_html: bool = Fal
     return "\n\n".join(p for p in parts if p.strip())
 
 
-def render_messages(doc: Document) -> list[dict[str, str]]:
-    """A chat document back to an OpenAI-style ``messages`` list."""
-    return [
-        {"role": page.role or "user", "content": "\n\n".join(b.text for b in page.blocks if b.text)}
-        for page in doc.pages
-    ]
+def render_messages(doc: Document) -> list[dict[str, Any]]:
+    """A chat document back to its ``messages``: each kept message in the shape it came in, only its text cleaned.
+
+    A message no stage touched is the very dict that was given, so its bytes
+    (and the engine's prefix cache) do not change. A document built without
+    its request (``doc.chat`` None) gives plain ``{"role", "content"}`` messages.
+    """
+    if doc.chat is None:
+        return [{"role": page.role or "user", "content": _part_texts(page).get(None, "")} for page in doc.pages]
+    out: list[dict[str, Any]] = []
+    for page in doc.pages:
+        original = doc.chat.messages[page.number - 1]
+        if page == message_page(original, page.number):
+            out.append(original)
+        else:
+            out.append(with_texts(original, _part_texts(page)))
+    return out
+
+
+def render_chat(doc: Document) -> list[dict[str, Any]] | dict[str, Any]:
+    """The whole request back: its other fields (``model``, ``max_tokens``...) in their order, or the bare list."""
+    messages = render_messages(doc)
+    if doc.chat is None or doc.chat.fields is None:
+        return messages
+    return {key: (messages if key == "messages" else value) for key, value in doc.chat.fields.items()}
+
+
+def _part_texts(page: Page) -> dict[int | None, str]:
+    """The page's text per content part (None: string content), blocks joined as render_text joins them."""
+    texts: dict[int | None, list[str]] = {}
+    for block in page.blocks:
+        text = render_block(block)
+        if text.strip():
+            texts.setdefault(block.part, []).append(text)
+    return {part: "\n\n".join(t) for part, t in texts.items()}
+
+
+def with_texts(message: Mapping[str, Any], texts: Mapping[int | None, str]) -> dict[str, Any]:
+    """A copy of ``message`` with its text replaced: ``texts[None]`` for string content, ``texts[i]`` for part i.
+
+    A text part left without text is taken out of the list (its image or
+    other parts stay). A message with ``tool_calls`` whose text all went gets
+    ``content: null``, OpenAI's form for a pure tool call, never ``""``.
+    """
+    content = message.get("content")
+    new: Any
+    if isinstance(content, list):
+        new = []
+        for i, part in enumerate(content):
+            if isinstance(part, dict) and part.get("type") == TEXT_PART and isinstance(part.get("text"), str):
+                text = texts.get(i, "")
+                if text:
+                    new.append(part if text == part["text"] else {**part, "text": text})
+            else:
+                new.append(part)
+    else:
+        new = texts.get(None, "")
+    if not new and message.get("tool_calls"):
+        new = None
+    return {**message, "content": new}
 
 
 def render_json(doc: Document, report: dict[str, Any] | None = None) -> str:

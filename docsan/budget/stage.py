@@ -11,7 +11,7 @@ from typing import ClassVar
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from docsan.budget.chat import fit_chat
+from docsan.budget.chat import ChatStrategy, fit_chat
 from docsan.budget.tokenizer import Tokenizer
 from docsan.budget.truncate import Strategy, fit_document, resolve_strategy
 from docsan.model import Document
@@ -28,7 +28,11 @@ class Budget:
     # None: "query" when a query is given, else "head" (document order).
     strategy: Strategy | None = None
     # The user's question, for the query strategy (BM25 over paragraphs).
+    # A chat history's default query is its latest user message.
     query: str | None = None
+    # Chat histories: "query" keeps the older turns that matter most to the
+    # query; "recent" the newest ones (oldest dropped first).
+    chat_strategy: ChatStrategy = "query"
     # None = the default DeepSeek-V4 tokenizer; set it to the served model's.
     tokenizer: str | None = None
     # The count is taken on the text as it will be rendered: the CLI sets
@@ -47,7 +51,7 @@ class Budget:
     def __call__(self, doc: Document) -> StageResult:
         tok = Tokenizer.load(self.tokenizer)
         if doc.is_chat:
-            return fit_chat(doc, self.budget, tok, strategy=self.strategy, query=self.query)
+            return fit_chat(doc, self.budget, tok, strategy=self.chat_strategy, query=self.query)
         return fit_document(
             doc,
             self.budget,

@@ -45,7 +45,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from docsan.model import Block, BlockKind, Document
 from docsan.report import Change, StageResult
 from docsan.textalgo.banding import BandIndex, lsh_params
-from docsan.textalgo.shingles import Shingled, shingle
+from docsan.textalgo.shingles import Shingled, novel_length, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.
@@ -149,6 +149,18 @@ class NearDuplicates:
     # (two WARN notices differing only in a date and a head count are both
     # facts). Prose with a few numbers changed is still deduplicated.
     numeric_share: float = Field(0.2, ge=0.0, le=1.0)
+    # A unit shorter than this (normalised characters, CJK counting three:
+    # a sentence or two) with a number its kept copy lacks is a fact of its
+    # own, whatever its share of digits: "the Zhuhai warehouse code is now
+    # R26-534" next to "the Hangzhou warehouse code is now K12-345" scores
+    # Jaccard 0.83 on 5-grams and is another fact (generated chat histories
+    # lost such facts: bench/bench_chat.py).
+    fact_chars: int = Field(200, ge=0)
+    # A unit with a stretch of new text this long (weighted like min_chars:
+    # 8 CJK characters, or about 5 English words) that its kept copy lacks
+    # is not a copy: a re-pasted paragraph with a sentence added keeps the
+    # sentence. Edits below it (an inserted "14", a changed word) are copies.
+    min_new_chars: int = Field(24, ge=1)
     # Chat histories: compare whole messages first, so a re-sent paste goes
     # even when each of its paragraphs alone is short.
     messages: bool = True
@@ -300,8 +312,12 @@ class NearDuplicates:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
         if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
             return False
+        known = earlier.sh.shingles
+        if novel_length(unit.text, known, cjk_n=self.cjk_ngram, word_n=self.word_ngram) >= self.min_new_chars:
+            return False
         numbers = _NUMBER.findall(unit.sh.normalized)
-        if sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
+        short = unit.sh.length < self.fact_chars
+        if not short and sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
             return True
         return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
 

@@ -1,0 +1,124 @@
+"""No stage leaves a chat message empty: what happens to a message a stage took all the text from.
+
+The pipeline calls :func:`keep_messages` after every stage on a chat
+document. A message whose text a stage removed entirely (a re-sent message
+that ``neardup`` found to be a copy, a message that was nothing but hidden
+characters to ``normalize``) is handled by its place in the history:
+
+- an assistant message with ``tool_calls``: it keeps its calls and gets
+  ``content: null`` (OpenAI's form for a pure tool call; never ``""``);
+- a system or developer message: dropped, alone;
+- a user message before the latest turn: its whole turn is dropped, the
+  assistant and tool messages that answered it too: they only made sense
+  with it. When the stage removes duplicates, it runs again without the
+  dropped turns, so no later copy is removed in favour of text that is no
+  longer there;
+- an assistant or tool message, or any message of the latest turn, whose
+  text was removed only as a duplicate (every change on it names what it
+  duplicated): the removal is withdrawn, the message keeps its text (an
+  answer or a tool result cannot go without breaking its turn, and the
+  latest turn is what is being asked);
+- otherwise (such a message emptied for another reason): before the latest
+  turn its turn is dropped; in the latest turn the request cannot be asked,
+  and :class:`~docsan.errors.InputError` says which message had nothing left.
+
+Every dropped message is a Change (``stage``, reason ``turn dropped: ...``),
+every withdrawn removal is counted in the stage's stats
+(``duplicates_kept_in_place``). The role order that results is the input's
+with whole turns taken out (:mod:`docsan.chat.turns`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from docsan.chat.turns import STANDALONE_ROLES, turns
+from docsan.errors import InputError
+from docsan.model import Document, Page
+from docsan.report import Change, StageResult
+
+DROPPED_TURN = "turn dropped: message {n} ({role}) had nothing left after this stage"
+DROPPED_SYSTEM = "dropped: {role} message had nothing left after this stage"
+
+
+@dataclass(slots=True)
+class _Plan:
+    drop: list[int] = field(default_factory=list)  # page numbers to drop
+    reasons: dict[int, str] = field(default_factory=dict)
+    restore: set[int] = field(default_factory=set)
+
+
+def _only_duplicates(changes: list[Change]) -> bool:
+    return bool(changes) and all(c.duplicate_of is not None for c in changes)
+
+
+def _plan(before: Document, result: StageResult) -> _Plan:
+    before_pages = {p.number: p for p in before.pages}
+    roles = [p.role or "user" for p in before.pages]
+    numbers = [p.number for p in before.pages]
+    _, groups = turns(roles)
+    latest = {numbers[i] for i in groups[-1]} if groups else set()
+    turn_of = {numbers[i]: [numbers[j] for j in group] for group in groups for i in group}
+    plan = _Plan()
+    changes_on: dict[int, list[Change]] = {}
+    for c in result.changes:
+        changes_on.setdefault(c.page, []).append(c)
+    for page in result.document.pages:
+        if page.text.strip() or not before_pages[page.number].text.strip():
+            continue
+        n, role = page.number, page.role or "user"
+        message = before.chat.messages[n - 1] if before.chat is not None else {}
+        duplicate = _only_duplicates(changes_on.get(n, []))
+        if message.get("tool_calls"):
+            continue  # rendered with content null; the stage's changes record the text
+        if role in STANDALONE_ROLES:
+            plan.drop.append(n)
+            plan.reasons[n] = DROPPED_SYSTEM.format(role=role)
+        elif duplicate and (role != "user" or n in latest):
+            plan.restore.add(n)
+        elif n in latest:
+            what = changes_on.get(n, [Change("", "removed", n, "")])[0].reason
+            raise InputError(before.name, f"message {n} ({role}) has nothing left after cleaning ({what})")
+        else:
+            for m in turn_of[n]:
+                if m not in plan.reasons:
+                    plan.drop.append(m)
+                    plan.reasons[m] = DROPPED_TURN.format(n=n, role=role)
+    return plan
+
+
+def _without(doc: Document, numbers: set[int]) -> Document:
+    return doc.with_pages([p for p in doc.pages if p.number not in numbers])
+
+
+def keep_messages(stage: Callable[[Document], StageResult], before: Document, result: StageResult) -> StageResult:
+    """``result`` of ``stage(before)`` on a chat document, with no message left empty (see the module doc)."""
+    name = getattr(stage, "name", "stage")
+    dropped: list[Change] = []
+    pages: dict[int, Page] = {p.number: p for p in before.pages}
+    # Each round drops at least one turn, so this ends.
+    while True:
+        plan = _plan(before, result)
+        if not plan.drop:
+            break
+        gone = set(plan.drop)
+        dropped += [Change(name, plan.reasons[n], n, pages[n].text) for n in sorted(gone) if pages[n].text]
+        before = _without(before, gone)
+        if any(c.duplicate_of is not None for c in result.changes):
+            # A kept copy may have been in a dropped turn: decide the duplicates again without them.
+            result = stage(before)
+        else:
+            changes = [c for c in result.changes if c.page not in gone]
+            result = StageResult(_without(result.document, gone), changes, dict(result.stats))
+    if not plan.restore and not dropped:
+        return result
+    stats = dict(result.stats)
+    if plan.restore:
+        doc = result.document
+        restored = doc.with_pages([pages[p.number] if p.number in plan.restore else p for p in doc.pages])
+        result = StageResult(restored, [c for c in result.changes if c.page not in plan.restore], stats)
+        stats["duplicates_kept_in_place"] = len(plan.restore)
+    if dropped:
+        stats["messages_dropped"] = len({c.page for c in dropped})
+    return StageResult(result.document, dropped + result.changes, stats)
