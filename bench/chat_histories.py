@@ -14,8 +14,9 @@ the latest turn often asked about something said long before. A history here:
   every depth, in pasted text, in plain user messages and in tool results,
   with distractors: the same kind of fact about another place or project;
 - the latest user message asks for one planted fact, more often an early one,
-  in words that differ from the fact's (``comment deadline`` for ``Comments
-  ... are due by``; ``shipment delay`` for ``shipments were delayed``).
+  in words that differ from the fact's (``commenting ... deadline`` for
+  ``Comments ... are due by``; ``shipment delay`` for ``shipments were
+  delayed``), some linked to it only by inflected forms.
 
 Everything is drawn from one ``random.Random(seed)``: the same seed gives the
 same histories.
@@ -24,7 +25,7 @@ same histories.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -54,9 +55,9 @@ class History:
     facts: list[Fact]
     asked: Fact
     lang: str
+    turns: int
     pastes: int = 0
     repastes: int = 0
-    meta: dict[str, int] = field(default_factory=dict)
 
 
 # (fact sentence, question): slot names in braces; the answer is the slot named first in ANSWER.
@@ -79,6 +80,16 @@ EN_FACTS = (
         "What budget did the {project} project get approved?",
     ),
     ("Invoice {code} from {org} was paid on {date}.", "On which date was invoice {code} paid?"),
+    # Only inflected forms link these questions to their facts ("items"/"item",
+    # "inspected"/"inspection", "Comments"/"commenting"): what stemming is for.
+    (
+        "The {item}s we inspected last month failed {days} times in total.",
+        "How many times did the {item} fail the inspection?",
+    ),
+    (
+        "Comments on the redesigned {item}s are due by {date}.",
+        "What is the deadline for commenting on the {item} redesign?",
+    ),
 )
 ZH_FACTS = (
     ("顺便说一下，{zplace}仓库的门禁密码已经改为{code}。", "{zplace}仓库现在的门禁密码是多少？"),
@@ -90,6 +101,7 @@ ZH_FACTS = (
 ANSWER = ("code", "date", "days", "ext", "amount", "zdate", "zamount")
 
 PLACES = ("Hangzhou", "Ningbo", "Tampere", "Leipzig", "Rosario", "Daegu", "Porto", "Tulsa", "Kraków", "Durban")
+ITEMS = ("valve", "pallet", "forklift", "battery", "sensor", "trailer", "gasket", "bracket", "hinge", "pump")
 PROJECTS = ("Aurora", "Basalt", "Cobalt", "Dynamo", "Ember", "Fjord", "Granite", "Helix", "Indigo", "Juniper")
 ORGS = ("Norbeck Freight", "Almaty Steelworks", "Veldt Insurance", "Quillon Labs", "Marrow & Sons", "Oriel Bank")
 PERSONS = ("Dana Whitfield", "Tomasz Orlik", "Priya Raman", "Kwame Asante", "Lucía Ferrer", "Jonas Berg")
@@ -160,6 +172,7 @@ def _slots(rng: random.Random) -> dict[str, str]:
     return {
         "place": rng.choice(PLACES),
         "project": rng.choice(PROJECTS),
+        "item": rng.choice(ITEMS),
         "org": rng.choice(ORGS),
         "person": rng.choice(PERSONS),
         "zplace": rng.choice(ZPLACES),
@@ -259,7 +272,7 @@ def build(seed: int, turns: int, lang: str = "en", *, tool_share: float = 0.15) 
     # Questions about early turns: half the time the earliest fact, else any.
     asked = planted[0] if rng.random() < 0.5 else rng.choice(planted)
     messages.append({"role": "user", "content": asked.question})
-    return History(messages, planted, asked, lang, len(pastes), n_repaste)
+    return History(messages, planted, asked, lang, turns, len(pastes), n_repaste)
 
 
 def histories(n: int, seed: int = 0, min_turns: int = 20, max_turns: int = 300) -> list[History]:

@@ -56,6 +56,7 @@ from docsan.extract.chat import message_page, message_text, text_slots
 from docsan.model import Document, DocumentKind
 from docsan.render import render_messages, render_text, with_texts
 from docsan.report import Change, StageResult
+from docsan.textalgo.batchcache import BatchCache
 
 CountMessages = Callable[[list[dict[str, Any]]], int]
 ChatStrategy = Literal["query", "recent"]
@@ -72,6 +73,20 @@ _PARAGRAPH = "\n\n"
 # Water filling converges in one or two rounds (the cap estimate is off by
 # the template's seams only); the bound keeps a pathological counter finite.
 _MAX_ROUNDS = 32
+# A history is counted whole (with the caller's template count) only when the
+# per-message estimate is within this factor of the budget; beyond it, it is over.
+_COUNT_WHOLE_BELOW = 1.25
+
+
+# Token counts per (tokenizer, text), kept across calls (docsan.textalgo.batchcache says why).
+_TOKENS: BatchCache[tuple[str, str], int] = BatchCache(32768)
+
+
+def text_tokens(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
+    """``tokenizer.count_batch(texts)``, texts counted before taken from a bounded cache."""
+    return _TOKENS.get_many(
+        [(tokenizer.name, t) for t in texts], lambda keys: tokenizer.count_batch([t for _, t in keys])
+    )
 
 
 def countable_text(message: dict[str, Any]) -> str:
@@ -90,7 +105,7 @@ def count_messages_default(tokenizer: Tokenizer, overhead: int = MESSAGE_OVERHEA
     def count(messages: list[dict[str, Any]]) -> int:
         if not messages:
             return 0
-        contents = tokenizer.count_batch([countable_text(m) for m in messages])
+        contents = text_tokens(tokenizer, [countable_text(m) for m in messages])
         return sum(contents) + overhead * len(messages) + REPLY_OVERHEAD
 
     return count
@@ -128,16 +143,44 @@ class ChatFit:
 
 @dataclass(slots=True)
 class _Trim:
+    """One trimming: the messages, their text token counts (one ``encode_batch``), the counter."""
+
     messages: list[dict[str, Any]]
     budget: int
     tokenizer: Tokenizer
-    count: CountMessages
+    count: CountMessages | None  # None: the default count, computed from ``sizes``
     query: str | None
+    sizes: list[int] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+    # The last exact count, by (indices, cut copies): selection and the final count often ask twice.
+    _memo: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.sizes = text_tokens(self.tokenizer, [countable_text(m) for m in self.messages])
+
+    def estimate(self, indices: Sequence[int]) -> int:
+        """The default count of these messages (exact for it; an estimate of a template's count)."""
+        if not indices:
+            return 0
+        return sum(self.sizes[i] for i in indices) + MESSAGE_OVERHEAD * len(indices) + REPLY_OVERHEAD
 
     def cost(self, indices: Sequence[int], replaced: dict[int, dict[str, Any]] | None = None) -> int:
+        """The count of the messages at ``indices`` (in order), cut copies from ``replaced`` in their place."""
         replaced = replaced or {}
-        return self.count([replaced.get(i, self.messages[i]) for i in sorted(indices)])
+        if self.count is not None:
+            key = (tuple(sorted(indices)), tuple(id(replaced[i]) for i in sorted(indices) if i in replaced))
+            if key not in self._memo:
+                self._memo = {key: self.count([replaced.get(i, self.messages[i]) for i in key[0]])}
+            return self._memo[key]
+        cut = [i for i in indices if i in replaced]
+        recounted = dict(zip(cut, self.tokenizer.count_batch([countable_text(replaced[i]) for i in cut]), strict=True))
+        whole = [i for i in indices if i not in replaced]
+        return (
+            self.estimate(whole)
+            + sum(recounted.values())
+            + MESSAGE_OVERHEAD * len(cut)
+            + (REPLY_OVERHEAD if cut and not whole else 0)
+        )
 
     def cut_to(
         self,
@@ -248,15 +291,18 @@ def fit_messages(
     if strategy not in (None, "query", "recent"):
         raise ConfigError(f"budget: unknown chat strategy {strategy!r} (query or recent)")
     msgs = list(messages)
-    count = count_messages or count_messages_default(tokenizer)
-    total = count(msgs)
-    stats: dict[str, int | float] = {"budget": budget, "messages_total": len(msgs)}
-    if total <= budget:
-        stats.update(tokens=total, messages_kept=len(msgs), turns_dropped=0)
-        return ChatFit(msgs, list(range(len(msgs))), [], total, stats)
     q = resolve_query(strategy, query, msgs)
+    trim = _Trim(msgs, budget, tokenizer, count_messages, q)
+    everything = list(range(len(msgs)))
+    stats: dict[str, int | float] = {"budget": budget, "messages_total": len(msgs)}
+    # A history whose estimate is far over the budget is not counted whole
+    # with the template: the selection below is, and it is what is sent.
+    if trim.estimate(everything) <= budget * _COUNT_WHOLE_BELOW + 64:
+        total = trim.cost(everything)
+        if total <= budget:
+            stats.update(tokens=total, messages_kept=len(msgs), turns_dropped=0)
+            return ChatFit(msgs, everything, [], total, stats)
     name = "query" if q else "recent"
-    trim = _Trim(msgs, budget, tokenizer, count, q)
     system, groups = turns([str(m.get("role")) for m in msgs])
     older, latest = (groups[:-1], groups[-1]) if groups else ([], [])
     base = sorted(system + latest)
@@ -280,7 +326,7 @@ def fit_messages(
         reason = DROPPED_TURN.format(turn=t + 1, turns=len(groups), strategy=name, score=scores[t])
         trim.changes += [Change(STAGE, reason, i + 1, countable_text(msgs[i])) for i in older[t]]
     out = [replaced.get(i, msgs[i]) for i in kept]
-    tokens = count(out)
+    tokens = trim.cost(kept, replaced)
     stats.update(
         tokens=tokens,
         messages_kept=len(kept),
@@ -290,16 +336,9 @@ def fit_messages(
     return ChatFit(out, kept, sorted(trim.changes, key=lambda c: c.page), tokens, stats)
 
 
-def _estimates(trim: _Trim, groups: list[list[int]]) -> list[int]:
-    """Each turn's estimated cost: its messages' text tokens plus the per-message overhead."""
-    flat = [i for g in groups for i in g]
-    sizes = dict(zip(flat, trim.tokenizer.count_batch([countable_text(trim.messages[i]) for i in flat]), strict=True))
-    return [sum(sizes[i] + MESSAGE_OVERHEAD for i in g) for g in groups]
-
-
 def _by_score(trim: _Trim, base: list[int], older: list[list[int]], scores: list[float]) -> set[int]:
     """Turns taken best first while their estimates fit; then, while the exact count is over, the worst taken goes."""
-    estimates = _estimates(trim, older)
+    estimates = [trim.estimate(g) - REPLY_OVERHEAD for g in older]
     room = trim.budget - trim.cost(base)
     order = sorted(range(len(older)), key=lambda t: (-scores[t], -t))
     taken: list[int] = []
@@ -307,21 +346,27 @@ def _by_score(trim: _Trim, base: list[int], older: list[list[int]], scores: list
         if estimates[t] <= room:
             taken.append(t)
             room -= estimates[t]
-    while taken and trim.cost(base + [i for t in taken for i in older[t]]) > trim.budget:
-        taken.pop()
+    while taken:
+        over = trim.cost(base + [i for t in taken for i in older[t]]) - trim.budget
+        if over <= 0:
+            break
+        # The worst taken turns go until their estimates cover the overshoot: one exact count per round.
+        freed = 0
+        while taken and freed < over:
+            freed += estimates[taken.pop()]
     return set(taken)
 
 
 def _most_recent(trim: _Trim, base: list[int], older: list[list[int]]) -> set[int]:
-    """The newest turns that fit: a binary search on how many of the oldest go (costs only fall as turns go)."""
-    lo, hi = 0, len(older)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if trim.cost(base + [i for t in older[mid:] for i in t]) <= trim.budget:
-            hi = mid
-        else:
-            lo = mid + 1
-    return set(range(lo, len(older)))
+    """The newest turns that fit: the estimates say how many of the oldest go, the exact count confirms it."""
+    room = trim.budget - trim.estimate(base)
+    first = len(older)
+    while first > 0 and trim.estimate(older[first - 1]) - REPLY_OVERHEAD <= room:
+        first -= 1
+        room -= trim.estimate(older[first]) - REPLY_OVERHEAD
+    while first < len(older) and trim.cost(base + [i for t in older[first:] for i in t]) > trim.budget:
+        first += 1
+    return set(range(first, len(older)))
 
 
 def _cut_best_left(

@@ -240,7 +240,7 @@ def fit_document(
     ``markdown``/``table_html`` must match how the result will be rendered
     (:func:`docsan.render.render_text`); the count is taken on that text
     followed by ``suffix`` (the CLI's final newline, when it writes one).
-    ``stats`` holds ``tokens`` (exact count of the result), ``budget``,
+    ``stats`` holds ``tokens`` (exact count of the result), ``tokens_in``, ``budget``,
     ``fill`` (tokens / budget) and ``units_total/kept/dropped/cut``.
     """
     if budget < 1:
@@ -249,7 +249,8 @@ def fit_document(
     pieces = rendered_pieces(doc, markdown=markdown, table_html=table_html)
     all_units = units(pieces)
     costs = tokenizer.count_batch([u.text + JOINER for u in all_units])
-    stats: dict[str, int | float] = {"budget": budget, "units_total": len(all_units)}
+    # tokens_in: the input's count, exact when it fits, else the sum of its units' counts (each with its join).
+    stats: dict[str, int | float] = {"budget": budget, "units_total": len(all_units), "tokens_in": sum(costs)}
 
     def render(d: Document) -> str:
         return render_text(d, markdown=markdown, table_html=table_html) + suffix
@@ -258,7 +259,14 @@ def fit_document(
     if sum(costs) <= budget * 1.05 + 16:
         total = tokenizer.count(render(doc))
         if total <= budget:
-            stats.update(tokens=total, units_kept=len(all_units), units_dropped=0, units_cut=0, fill=total / budget)
+            stats.update(
+                tokens_in=total,
+                tokens=total,
+                units_kept=len(all_units),
+                units_dropped=0,
+                units_cut=0,
+                fill=total / budget,
+            )
             return StageResult(doc, [], stats)
 
     fitter = _Fitter(tokenizer, budget, max(TOKEN_CUT_MIN, int(budget * TOKEN_CUT_MIN_SHARE)))

@@ -88,6 +88,24 @@ def _plan(before: Document, result: StageResult) -> _Plan:
     return plan
 
 
+def _copies_in(result: StageResult, gone: set[int], pages: dict[int, Page]) -> bool:
+    """Does a removal outside ``gone`` name as its kept copy text that a message in ``gone`` holds?
+
+    ``duplicate_of`` quotes the start of the kept copy (an ellipsis marks a
+    longer one); a quote found in a dropped message's text means that copy
+    may be gone, unless the stage's output still holds it elsewhere.
+    """
+    dropped = "\n".join(pages[n].text for n in gone)
+    kept = "\n".join(p.text for p in result.document.pages if p.number not in gone)
+    for c in result.changes:
+        if c.duplicate_of is None or c.page in gone:
+            continue
+        quote = c.duplicate_of.removesuffix("…")
+        if quote in dropped and quote not in kept:
+            return True
+    return False
+
+
 def _without(doc: Document, numbers: set[int]) -> Document:
     return doc.with_pages([p for p in doc.pages if p.number not in numbers])
 
@@ -105,8 +123,8 @@ def keep_messages(stage: Callable[[Document], StageResult], before: Document, re
         gone = set(plan.drop)
         dropped += [Change(name, plan.reasons[n], n, pages[n].text) for n in sorted(gone) if pages[n].text]
         before = _without(before, gone)
-        if any(c.duplicate_of is not None for c in result.changes):
-            # A kept copy may have been in a dropped turn: decide the duplicates again without them.
+        if _copies_in(result, gone, pages):
+            # A removal kept a copy that only a dropped message holds: decide the duplicates again without them.
             result = stage(before)
         else:
             changes = [c for c in result.changes if c.page not in gone]

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -45,6 +46,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from docsan.model import Block, BlockKind, Document
 from docsan.report import Change, StageResult
 from docsan.textalgo.banding import BandIndex, lsh_params
+from docsan.textalgo.batchcache import BatchCache
 from docsan.textalgo.shingles import Shingled, novel_length, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
@@ -69,6 +71,44 @@ class _Unit:
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
     parts: tuple[Shingled, ...] = ()
+
+
+# Shingles per text, kept across calls: a chat client re-sends its whole
+# history with every turn, so almost every paragraph was shingled for the
+# request before. Bounded (a few tens of MB at most).
+@lru_cache(maxsize=8192)
+def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
+    return shingle(text, cjk_n=cjk_n, word_n=word_n)
+
+
+# 16,384 signatures of 128 64-bit values: 16 MB at most.
+_SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
+
+
+def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) -> np.ndarray:
+    """MinHash signatures (one row per set), datasketch's ``MinHash.bulk`` for the sets not seen before.
+
+    A signature depends only on the set, ``num_perm`` and ``seed``, so it is
+    kept across calls (docsan.textalgo.batchcache): a re-sent chat history
+    costs the new messages' signatures only.
+    """
+
+    def compute(keys: list[tuple[frozenset[str], int, int]]) -> list[np.ndarray]:
+        hashed = [[g.encode("utf-8", "surrogatepass") for g in k[0]] for k in keys]
+        return [
+            m.hashvalues for m in MinHash.bulk(hashed, num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)
+        ]
+
+    rows = _SIGNATURES.get_many([(s, num_perm, seed) for s in shingle_sets], compute)
+    return np.array(rows).reshape(len(rows), num_perm)
+
+
+def _union(parts: tuple[Shingled, ...]) -> Shingled:
+    return Shingled(
+        frozenset().union(*(p.shingles for p in parts)),
+        " ".join(p.normalized for p in parts),
+        any(p.has_ngrams for p in parts),
+    )
 
 
 def _quote(text: str) -> str:
@@ -200,7 +240,7 @@ class NearDuplicates:
         return not (block.kind is BlockKind.HEADING and self.exempt_headings)
 
     def _shingle(self, text: str) -> Shingled:
-        return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
+        return _shingle_cached(text, self.cjk_ngram, self.word_ngram)
 
     def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
         # Three times the raw length bounds the weighted normalised one (Shingled.length):
@@ -213,12 +253,19 @@ class NearDuplicates:
         units = []
         for i, page in enumerate(doc.pages):
             idx = [j for j, b in enumerate(page.blocks) if self._eligible(b)]
-            if idx:
-                texts = [page.blocks[j].text for j in idx]
-                unit = self._unit(i, idx, "\n\n".join(texts), f"message {page.number}")
-                if unit is not None:
-                    unit.parts = tuple(self._shingle(t) for t in texts)
-                    units.append(unit)
+            if not idx:
+                continue
+            texts = [page.blocks[j].text for j in idx]
+            text = "\n\n".join(texts)
+            if 3 * len(text) < self.min_chars:
+                continue
+            # A message's shingles are its paragraphs' (the paragraph pass
+            # needs those anyway): only n-grams across a paragraph break are
+            # missing, which a copy shares with its original all the same.
+            parts = tuple(self._shingle(t) for t in texts)
+            whole = parts[0] if len(parts) == 1 else _union(parts)
+            unit = _Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
+            units.append(unit)
         return units
 
     def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
@@ -265,17 +312,11 @@ class NearDuplicates:
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         long_units = [u for u in units if u.sh.has_ngrams]
-        signatures = MinHash.bulk(
-            [[g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units],
-            num_perm=self.num_perm,
-            seed=self.seed,
-            hashfunc=xxhash.xxh32_intdigest,
-        )
         row = {id(u): i for i, u in enumerate(long_units)}
         # LSH tuned below the decision threshold: more candidates, fewer misses;
         # the exact Jaccard check removes the false ones.
         bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
-        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(signatures), self.num_perm)
+        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
         index = BandIndex(matrix, bands, rows)
         kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
         exact: dict[str, _Unit] = {}
