@@ -36,14 +36,13 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import chat_histories  # noqa: E402
+from bench import chat_histories, common  # noqa: E402
 from docsan.api import ChatCleaner, clean_text  # noqa: E402
 from docsan.budget import chat as budget_chat  # noqa: E402
 from docsan.budget import rank  # noqa: E402
@@ -58,7 +57,6 @@ from docsan.runner.tiers import build_tiers  # noqa: E402
 from docsan.stages import neardup  # noqa: E402
 
 BUDGET = 8000
-REPEATS = 5
 
 
 def recall(n: int, budget: int, tok: Tokenizer) -> dict[str, object]:
@@ -97,15 +95,6 @@ def recall(n: int, budget: int, tok: Tokenizer) -> dict[str, object]:
     return out
 
 
-def best_of(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def _clear_caches() -> None:
     rank._term_counts.cache_clear()
     neardup._shingle_cached.cache_clear()
@@ -136,8 +125,8 @@ def cost(tok: Tokenizer) -> dict[str, object]:
     out: dict[str, object] = {"served_template": chat_tok.name, "budget": BUDGET}
     for name, msgs in (("short_chat", short), ("eight_message_chat", eight)):
         chat_request(msgs)
-        seconds = best_of(lambda m=msgs: chat_request(m))
-        base = best_of(lambda m=msgs: chat_tok.prompt_ids(m))
+        seconds = common.best_of(lambda m=msgs: chat_request(m))
+        base = common.best_of(lambda m=msgs: chat_tok.prompt_ids(m))
         out[name] = {"ms": round(seconds * 1000, 2), "template_count_ms": round(base * 1000, 2)}
     first = []
     for _ in range(3):
@@ -146,14 +135,14 @@ def cost(tok: Tokenizer) -> dict[str, object]:
         chat_request(long)
         first.append(time.perf_counter() - t0)
     chat_request(long)
-    resent = best_of(lambda: chat_request(longer), 3)
+    resent = common.best_of(lambda: chat_request(longer), 3)
     count = count_messages_default(tok)
     out["history_300_turns"] = {
         "messages": len(long),
         "tokens": count(long),
         "first_seen_ms": round(min(first) * 1000, 1),
         "resent_plus_one_turn_ms": round(resent * 1000, 1),
-        "template_count_of_whole_history_ms": round(best_of(lambda: chat_tok.prompt_ids(long), 3) * 1000, 1),
+        "template_count_of_whole_history_ms": round(common.best_of(lambda: chat_tok.prompt_ids(long), 3) * 1000, 1),
     }
     question = "How long was the shipment delay to Ningbo?"
     paras = [p for run in chat_histories._corpus("en") for p in run]
@@ -173,8 +162,8 @@ def cost(tok: Tokenizer) -> dict[str, object]:
     fitted_prompt = build_messages(text[: len(text) // 2], question)
     out["document_8k_tokens"] = {
         "tokens": tok.count(text),
-        "ms": round(best_of(document_request) * 1000, 1),
-        "template_count_ms": round(best_of(lambda: chat_tok.prompt_ids(fitted_prompt)) * 1000, 2),
+        "ms": round(common.best_of(document_request) * 1000, 1),
+        "template_count_ms": round(common.best_of(lambda: chat_tok.prompt_ids(fitted_prompt)) * 1000, 2),
     }
     return out
 

@@ -31,8 +31,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -166,15 +165,6 @@ def import_seconds(module: str, runs: int = 3) -> float:
     return round(min(times), 4)
 
 
-def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def cost() -> dict[str, object]:
     history = chat_histories.build(3, 300, "zh").messages + chat_histories.build(4, 300, "en").messages
     texts = [message_text(m) for m in history]
@@ -190,7 +180,7 @@ def cost() -> dict[str, object]:
         with analyzer(stem, segment):
             for t in texts:  # warm: the stem cache and the segmenter loaded, as in a server
                 rank.terms(t)
-            seconds[name] = best_of(lambda: [rank.terms(t) for t in texts])
+            seconds[name] = common.best_of(lambda: [rank.terms(t) for t in texts])
     out["terms_s_two_300_turn_histories"] = {k: round(v, 4) for k, v in seconds.items()}
     out["vs_words+bigrams"] = {k: round(v / seconds["words+bigrams"], 2) for k, v in seconds.items()}
     return out

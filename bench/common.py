@@ -14,6 +14,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -177,3 +178,13 @@ def write_docsan_config(path: Path) -> Path:
     stages = ", ".join(f'"{s}"' for s in available_stages())
     path.write_text(f"stages = [{stages}]\n", encoding="utf-8")
     return path
+
+
+def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
+    """Fastest of ``repeats`` runs of ``fn()``, in seconds: the run least disturbed by other load."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

@@ -57,15 +57,7 @@ def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
             return Shingled(grams, " ".join(words), True)
         joined = " ".join(words)
         return Shingled(frozenset([joined]) if words else frozenset(), joined, False)
-    segments: list[tuple[bool, list[str]]] = []  # (is_cjk, pieces)
-    for m in _TOKEN.finditer(text):
-        tok = m.group()
-        cjk = m.lastgroup == "cjk"
-        # a number belongs to the segment it stands in
-        if segments and (segments[-1][0] == cjk or tok.isdigit()):
-            segments[-1][1].append(tok)
-        else:
-            segments.append((cjk, [tok]))
+    segments = _segments(text)
     grams: set[str] = set()
     has_ngrams = False
     parts = []
@@ -91,16 +83,16 @@ def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
 
 
 def _segments(text: str) -> list[tuple[bool, list[str]]]:
-    """(is CJK, tokens) per script segment, as :func:`shingle` cuts them: CJK as characters, others as words."""
+    """(is CJK, pieces) per script segment of casefolded ``text``: CJK runs or words; a number joins its segment."""
     segments: list[tuple[bool, list[str]]] = []
-    for m in _TOKEN.finditer(text.casefold()):
+    for m in _TOKEN.finditer(text):
         tok = m.group()
         cjk = m.lastgroup == "cjk"
         if segments and (segments[-1][0] == cjk or tok.isdigit()):
             segments[-1][1].append(tok)
         else:
             segments.append((cjk, [tok]))
-    return [(cjk, list("".join(pieces)) if cjk else pieces) for cjk, pieces in segments]
+    return segments
 
 
 def novel_length(text: str, known: frozenset[str], *, cjk_n: int = 5, word_n: int = 3) -> int:
@@ -112,7 +104,8 @@ def novel_length(text: str, known: frozenset[str], *, cjk_n: int = 5, word_n: in
     over the n-grams in order: linear.
     """
     best = 0
-    for cjk, tokens in _segments(text):
+    for cjk, pieces in _segments(text.casefold()):
+        tokens = list("".join(pieces)) if cjk else pieces
         n = cjk_n if cjk else word_n
         sep = "" if cjk else " "
         if len(tokens) < n:
