@@ -177,8 +177,9 @@ class Document:
     name: str = "<text>"
     # Extraction notes that are not removals (repaired xref, OCR'd pages...).
     notes: tuple[str, ...] = field(default=())
-    # For a chat history: the request it came from (see ChatRequest).
-    chat: ChatRequest | None = None
+    # For a chat history: the request it came from (see ChatRequest). Left
+    # out of the hash: its message dicts are not hashable.
+    chat: ChatRequest | None = field(default=None, hash=False)
 
     def with_pages(self, pages: list[Page] | tuple[Page, ...]) -> Document:
         return replace(self, pages=tuple(pages))
