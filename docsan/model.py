@@ -25,9 +25,6 @@ class BlockKind(StrEnum):
     TEXT = "text"
     HEADING = "heading"
     TABLE = "table"
-    # Running headers, footers and page numbers: kept in the model (so the
-    # report can show them) only until the furniture stage drops them.
-    FURNITURE = "furniture"
 
 
 class Source(StrEnum):

@@ -34,7 +34,7 @@ from docsan.budget.segment import Piece, Unit, rendered_pieces, sentence_ends, u
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy
 from docsan.errors import ConfigError
-from docsan.model import BlockKind, ChangeKind, Document
+from docsan.model import ChangeKind, Document
 from docsan.render import render_text
 from docsan.report import Change, ChangeCode, StageResult
 
@@ -334,7 +334,7 @@ def _fill_slack(
 
 
 def _build(doc: Document, taken: list[_Taken]) -> Document:
-    """The document with only the taken blocks (cut bodies replaced); furniture and blank blocks stay."""
+    """The document with only the taken blocks (cut bodies replaced); blank blocks stay."""
     kept: dict[tuple[int, int], str | None] = {}
     for t in taken:
         for p in t.pieces:
@@ -347,7 +347,7 @@ def _build(doc: Document, taken: list[_Taken]) -> Document:
             if key in kept:
                 text = kept[key]
                 blocks.append(block if text is None else block.with_text(text))
-            elif block.kind is BlockKind.FURNITURE or not block.text.strip():
+            elif not block.text.strip():
                 blocks.append(block)  # never rendered, so never counted: left for later stages
         pages.append(page.with_blocks(blocks))
     return replace(doc, pages=tuple(pages))

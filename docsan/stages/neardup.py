@@ -31,7 +31,7 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import ClassVar
 
@@ -74,6 +74,16 @@ class _Unit:
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
     parts: tuple[Shingled, ...] = ()
+
+
+@dataclass(slots=True)
+class _Pass:
+    """What one comparison pass (messages, or paragraphs) found."""
+
+    removed: set[tuple[int, int]] = field(default_factory=set)  # whole blocks, (page index, block index)
+    cut: dict[tuple[int, int], set[int]] = field(default_factory=lambda: defaultdict(set))  # block -> paragraphs
+    changes: list[Change] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
 def _quote(text: str) -> str:
@@ -137,13 +147,19 @@ class NearDuplicates:
     messages: bool = True
 
     def __call__(self, doc: Document) -> StageResult:
-        changes: list[Change] = []
-        stats: dict[str, int | float] = defaultdict(int)
-        removed: set[tuple[int, int]] = set()
-        cut: dict[tuple[int, int], set[int]] = defaultdict(set)  # block -> removed paragraph indices
+        passes = []
         if doc.is_chat and self.messages:
-            self._dedupe(self._message_units(doc), doc, removed, cut, changes, stats, "message")
-        self._dedupe(self._paragraph_units(doc, removed), doc, removed, cut, changes, stats, "paragraph")
+            passes.append(self._dedupe(self._message_units(doc), doc, "message"))
+        removed = {key for p in passes for key in p.removed}
+        passes.append(self._dedupe(self._paragraph_units(doc, removed), doc, "paragraph"))
+        removed |= passes[-1].removed
+        # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
+        cut = passes[-1].cut
+        changes = [c for p in passes for c in p.changes]
+        stats: dict[str, int | float] = defaultdict(int)
+        for p in passes:
+            for key, value in p.stats.items():
+                stats[key] += value
         if not removed and not cut:
             return StageResult(doc, changes, dict(stats))
         pages = []
@@ -164,7 +180,7 @@ class NearDuplicates:
     # -- units --------------------------------------------------------------------------------------
 
     def _eligible(self, block: Block) -> bool:
-        if block.kind is BlockKind.FURNITURE or not block.text.strip():
+        if not block.text.strip():
             return False
         if block.kind is BlockKind.TABLE:
             return not self.exempt_tables
@@ -224,16 +240,10 @@ class NearDuplicates:
 
     # -- deduplication ------------------------------------------------------------------------------
 
-    def _dedupe(
-        self,
-        units: list[_Unit],
-        doc: Document,
-        removed: set[tuple[int, int]],
-        cut: dict[tuple[int, int], set[int]],
-        changes: list[Change],
-        stats: dict,
-        scale: str,
-    ) -> None:
+    def _dedupe(self, units: list[_Unit], doc: Document, scale: str) -> _Pass:
+        """Every unit that duplicates an earlier kept one, compared in document order."""
+        found = _Pass()
+        removed, cut, stats = found.removed, found.cut, found.stats
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         long_units = [u for u in units if u.sh.has_ngrams]
@@ -252,7 +262,9 @@ class NearDuplicates:
         kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
         exact: dict[str, _Unit] = {}
         for unit in units:
-            best, score = self._match(unit, row.get(id(unit)), index, kept_rows, exact, stats)
+            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
+            if verified:
+                stats["candidates_verified"] += verified
             if best is None:
                 exact.setdefault(unit.sh.normalized, unit)
                 if id(unit) in row:
@@ -270,9 +282,10 @@ class NearDuplicates:
             what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
             reason = f"{scale} {what} of {best.label}"
             page = doc.pages[unit.page].number
-            changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
+            found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
             stats[f"{scale}s_removed"] += 1
             stats["chars_removed"] += len(unit.text)
+        return found
 
     def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
@@ -290,18 +303,17 @@ class NearDuplicates:
         index: BandIndex,
         kept: dict[int, _Unit],
         exact: dict[str, _Unit],
-        stats: dict,
-    ) -> tuple[_Unit | None, float]:
-        """The kept unit this one duplicates best (and the similarity), or (None, 0)."""
+    ) -> tuple[_Unit | None, float, int]:
+        """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
         if same is not None:
-            return same, 1.0
+            return same, 1.0, 0
         if sig_row is None:  # too short for n-grams: exact match only
-            return None, 0.0
+            return None, 0.0, 0
         best, best_score = None, 0.0
-        for key in sorted(index.query(sig_row)):
-            stats["candidates_verified"] += 1
+        candidates = sorted(index.query(sig_row))
+        for key in candidates:
             score = _jaccard(unit.sh.shingles, kept[key].sh.shingles)
             if score >= self.threshold and score > best_score and self._nothing_new(unit, kept[key]):
                 best, best_score = kept[key], score
-        return best, best_score
+        return best, best_score, len(candidates)

@@ -124,9 +124,8 @@ class Reflow:
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
-        if block.kind in (BlockKind.TABLE, BlockKind.FURNITURE) or _FENCE.search(block.text):
-            # Tables keep their grid; furniture is reported as it was found;
-            # a fenced code block's lines are code.
+        if block.kind is BlockKind.TABLE or _FENCE.search(block.text):
+            # Tables keep their grid; a fenced code block's lines are code.
             return block.text
         text = block.text
         if self.remove_cjk_spaces and not text.isascii():
