@@ -130,8 +130,9 @@ class NearDuplicates:
     # repeated paragraph.
     min_chars: int = Field(40, ge=1)
     # Headings repeat legitimately (chapter titles in a running head, "Notes"
-    # in every section); tables are the tables stage's business.
+    # in every section).
     exempt_headings: bool = True
+    # Tables are the tables stage's business: a rating legitimately repeated in four rows stays four times.
     exempt_tables: bool = True
     # Treat consecutive single-line PDF blocks that reflow would rejoin as one
     # paragraph (docsan.geometry.continues_paragraph); off compares each block on its own.
