@@ -44,12 +44,12 @@ if str(ROOT) not in sys.path:
 
 from bench import chat_histories, common  # noqa: E402
 from docsan.api import ChatCleaner, clean_text  # noqa: E402
-from docsan.budget import chat as budget_chat  # noqa: E402
+from docsan.budget import chat_trim as budget_chat  # noqa: E402
 from docsan.budget import rank  # noqa: E402
-from docsan.budget.chat import count_messages_default  # noqa: E402
+from docsan.budget.chat_trim import count_messages_default  # noqa: E402
 from docsan.budget.tokenizer import Tokenizer  # noqa: E402
+from docsan.chat.shape import message_text  # noqa: E402
 from docsan.config import Config  # noqa: E402
-from docsan.extract.chat import message_text  # noqa: E402
 from docsan.runner.embedded_model import embedded_model_dir  # noqa: E402
 from docsan.runner.prompt import ChatTokenizer, build_messages, fit_context, guard_special_tokens  # noqa: E402
 from docsan.runner.router import route  # noqa: E402

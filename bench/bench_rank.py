@@ -44,13 +44,13 @@ if str(ROOT) not in sys.path:
 from bench import chat_histories, common  # noqa: E402
 from docsan.api import ChatCleaner, clean_file  # noqa: E402
 from docsan.budget import rank  # noqa: E402
-from docsan.budget.chat import fit_chat  # noqa: E402
+from docsan.budget.chat_trim import fit_chat  # noqa: E402
 from docsan.budget.tokenizer import Tokenizer  # noqa: E402
 from docsan.budget.truncate import fit_document  # noqa: E402
+from docsan.chat.shape import message_text, render_messages  # noqa: E402
 from docsan.config import Config  # noqa: E402
-from docsan.extract.chat import message_text  # noqa: E402
 from docsan.model import Block, Page, Source  # noqa: E402
-from docsan.render import render_messages, render_text  # noqa: E402
+from docsan.render import render_text  # noqa: E402
 
 ANALYZERS: dict[str, tuple[bool, bool]] = {  # name: (stem, segment)
     "words+bigrams": (False, False),

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docsan.budget.chat import ChatStrategy, CountMessages, fit_chat
+from docsan.budget.chat_trim import ChatStrategy, CountMessages, fit_chat
 from docsan.budget.tokenizer import Tokenizer
+from docsan.chat.shape import render_chat
 from docsan.config import Config
 from docsan.extract import load
 from docsan.extract.chat import chat_request, request_document
 from docsan.extract.text import text_document
 from docsan.model import ChatRequest, Document
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import render_chat
 from docsan.report import Report, StageReport
 
 

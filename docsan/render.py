@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Literal
 
-from docsan.extract.chat import TEXT_PART, message_page
-from docsan.model import Block, BlockKind, Document, Page, Table
+from docsan.model import Block, BlockKind, Document, Table
+
+# What a cleaned document is written as: plain text, Markdown (headings, pipe tables), or JSON with the report.
+OutputFormat = Literal["text", "markdown", "json"]
+
+
+def table_row_text(cells: Iterable[str]) -> str:
+    """One table row as text, ``| a | b |``: how a table's rows read everywhere (block text, reports, Markdown).
+
+    The outer pipes keep an empty first or last cell visible.
+    """
+    return "| " + " | ".join(cells) + " |"
+
+
+def table_text(table: Table) -> str:
+    """A table block's plain text (``Block.text``): one :func:`table_row_text` line per row, no header rule.
+
+    Spanned positions count as empty cells, as in the Markdown rendering, so
+    the text is the same whether the extractor or the tables stage built the grid.
+    """
+    return "\n".join(table_row_text(row) for row in table.text_rows())
 
 
 def table_to_markdown(table: Table) -> str:
@@ -20,8 +39,7 @@ def table_to_markdown(table: Table) -> str:
 
     def line(cells: list[str]) -> str:
         cells = [c.replace("\n", " ").replace("|", "\\|") for c in cells]
-        cells += [""] * (width - len(cells))
-        return "| " + " | ".join(cells) + " |"
+        return table_row_text(cells + [""] * (width - len(cells)))
 
     head = rows[0] if table.header_rows else [""] * width
     body = rows[1:] if table.header_rows else rows
@@ -68,80 +86,24 @@ def render_block(block: Block, *, markdown: bool = False, table_html: bool = Fal
 
 def render_text(doc: Document, *, markdown: bool = False, table_html: bool = False) -> str:
     """Blocks separated by blank lines; pages too (a page break is just a paragraph break)."""
-    parts = [
-        render_block(b, markdown=markdown, table_html=table_html)
-        for _, b in doc.blocks()
-        if b.kind is not BlockKind.FURNITURE
-    ]
+    parts = [render_block(b, markdown=markdown, table_html=table_html) for _, b in doc.blocks()]
     return "\n\n".join(p for p in parts if p.strip())
 
 
-def render_messages(doc: Document) -> list[dict[str, Any]]:
-    """A chat document back to its ``messages``: each kept message in the shape it came in, only its text cleaned.
+def render_json(
+    doc: Document, report: dict[str, Any] | None = None, *, messages: list[dict[str, Any]] | None = None
+) -> str:
+    """The document as JSON: source, kind, the text (or a chat's ``messages``), and the report when given.
 
-    A message no stage touched is the very dict that was given, so its bytes
-    (and the engine's prefix cache) do not change. A document built without
-    its request (``doc.chat`` None) gives plain ``{"role", "content"}`` messages.
+    A chat document's messages come from the caller, in their request's shape
+    (:func:`docsan.chat.shape.render_messages`: rendering them needs the chat
+    rules, which sit above this module).
     """
-    if doc.chat is None:
-        return [{"role": page.role or "user", "content": _part_texts(page).get(None, "")} for page in doc.pages]
-    out: list[dict[str, Any]] = []
-    for page in doc.pages:
-        original = doc.chat.messages[page.number - 1]
-        if page == message_page(original, page.number):
-            out.append(original)
-        else:
-            out.append(with_texts(original, _part_texts(page)))
-    return out
-
-
-def render_chat(doc: Document) -> list[dict[str, Any]] | dict[str, Any]:
-    """The whole request back: its other fields (``model``, ``max_tokens``...) in their order, or the bare list."""
-    messages = render_messages(doc)
-    if doc.chat is None or doc.chat.fields is None:
-        return messages
-    return {key: (messages if key == "messages" else value) for key, value in doc.chat.fields.items()}
-
-
-def _part_texts(page: Page) -> dict[int | None, str]:
-    """The page's text per content part (None: string content), blocks joined as render_text joins them."""
-    texts: dict[int | None, list[str]] = {}
-    for block in page.blocks:
-        text = render_block(block)
-        if text.strip():
-            texts.setdefault(block.part, []).append(text)
-    return {part: "\n\n".join(t) for part, t in texts.items()}
-
-
-def with_texts(message: Mapping[str, Any], texts: Mapping[int | None, str]) -> dict[str, Any]:
-    """A copy of ``message`` with its text replaced: ``texts[None]`` for string content, ``texts[i]`` for part i.
-
-    A text part left without text is taken out of the list (its image or
-    other parts stay). A message with ``tool_calls`` whose text all went gets
-    ``content: null``, OpenAI's form for a pure tool call, never ``""``.
-    """
-    content = message.get("content")
-    new: Any
-    if isinstance(content, list):
-        new = []
-        for i, part in enumerate(content):
-            if isinstance(part, dict) and part.get("type") == TEXT_PART and isinstance(part.get("text"), str):
-                text = texts.get(i, "")
-                if text:
-                    new.append(part if text == part["text"] else {**part, "text": text})
-            else:
-                new.append(part)
-    else:
-        new = texts.get(None, "")
-    if not new and message.get("tool_calls"):
-        new = None
-    return {**message, "content": new}
-
-
-def render_json(doc: Document, report: dict[str, Any] | None = None) -> str:
     payload: dict[str, Any] = {"source": doc.name, "kind": str(doc.kind)}
     if doc.is_chat:
-        payload["messages"] = render_messages(doc)
+        if messages is None:
+            raise ValueError("render_json: a chat document needs its messages (docsan.chat.shape.render_messages)")
+        payload["messages"] = messages
     else:
         payload["text"] = render_text(doc)
     if report is not None:

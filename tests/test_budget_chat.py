@@ -10,13 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_budget_fit import SCRIPTS
 
-from docsan.budget.chat import count_messages_default, fit_messages
+from docsan.budget.chat_trim import count_messages_default, fit_messages
 from docsan.budget.tokenizer import Tokenizer
+from docsan.chat.shape import render_messages
 from docsan.config import ExtractConfig
 from docsan.errors import ConfigError
 from docsan.extract import load
 from docsan.extract.chat import chat_document
-from docsan.render import render_messages
 from docsan.stages import build_stage
 
 

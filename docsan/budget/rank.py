@@ -31,10 +31,11 @@ from typing import Any
 
 import regex
 
-_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
-# Either a run of CJK characters, or a run of word characters that are not
+from docsan.text.chardata import CJK_LETTERS
+
+# Either a run of CJK letters, or a run of word characters that are not
 # CJK and not "_". Two single character classes: linear time.
-_TERM = regex.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+_TERM = regex.compile(rf"([{CJK_LETTERS}]+)|([^\W_{CJK_LETTERS}]+)")
 
 # The usual BM25 constants (Robertson & Zaragoza): k1 saturates repeated
 # terms, b normalises for paragraph length.

@@ -22,7 +22,8 @@ characters to ``normalize``) is handled by its place in the history:
   turn its turn is dropped; in the latest turn the request cannot be asked,
   and :class:`~docsan.errors.InputError` says which message had nothing left.
 
-Every dropped message is a Change (``stage``, reason ``turn dropped: ...``),
+Every dropped message is a Change (codes ``chat.turn_dropped`` and
+``chat.message_dropped``, in the report of the stage that emptied it),
 every withdrawn removal is counted in the stage's stats
 (``duplicates_kept_in_place``). The role order that results is the input's
 with whole turns taken out (:mod:`docsan.chat.turns`).
@@ -35,11 +36,19 @@ from dataclasses import dataclass, field
 
 from docsan.chat.turns import STANDALONE_ROLES, turns
 from docsan.errors import InputError
-from docsan.model import Document, Page
-from docsan.report import Change, StageResult
+from docsan.model import ChangeKind, Document, Page
+from docsan.report import Change, ChangeCode, StageResult
 
-DROPPED_TURN = "turn dropped: message {n} ({role}) had nothing left after this stage"
-DROPPED_SYSTEM = "dropped: {role} message had nothing left after this stage"
+TURN_DROPPED = ChangeCode(
+    "chat.turn_dropped",
+    ChangeKind.REMOVED,
+    "a message of a turn whose user message a stage left without text (the answer went with the question)",
+)
+MESSAGE_DROPPED = ChangeCode(
+    "chat.message_dropped", ChangeKind.REMOVED, "a system or developer message a stage left without text"
+)
+DROPPED_TURN = "turn dropped: message {n} ({role}) had nothing left after {stage}"
+DROPPED_SYSTEM = "dropped: this {role} message had nothing left after {stage}"
 
 
 @dataclass(slots=True)
@@ -53,7 +62,7 @@ def _only_duplicates(changes: list[Change]) -> bool:
     return bool(changes) and all(c.duplicate_of is not None for c in changes)
 
 
-def _plan(before: Document, result: StageResult) -> _Plan:
+def _plan(before: Document, result: StageResult, stage: str) -> _Plan:
     before_pages = {p.number: p for p in before.pages}
     roles = [p.role or "user" for p in before.pages]
     numbers = [p.number for p in before.pages]
@@ -74,17 +83,17 @@ def _plan(before: Document, result: StageResult) -> _Plan:
             continue  # rendered with content null; the stage's changes record the text
         if role in STANDALONE_ROLES:
             plan.drop.append(n)
-            plan.reasons[n] = DROPPED_SYSTEM.format(role=role)
+            plan.reasons[n] = DROPPED_SYSTEM.format(role=role, stage=stage)
         elif duplicate and (role != "user" or n in latest):
             plan.restore.add(n)
         elif n in latest:
-            what = changes_on.get(n, [Change("", "removed", n, "")])[0].reason
+            what = changes_on[n][0].reason if changes_on.get(n) else f"removed by {stage}"
             raise InputError(before.name, f"message {n} ({role}) has nothing left after cleaning ({what})")
         else:
             for m in turn_of[n]:
                 if m not in plan.reasons:
                     plan.drop.append(m)
-                    plan.reasons[m] = DROPPED_TURN.format(n=n, role=role)
+                    plan.reasons[m] = DROPPED_TURN.format(n=n, role=role, stage=stage)
     return plan
 
 
@@ -117,11 +126,13 @@ def keep_messages(stage: Callable[[Document], StageResult], before: Document, re
     pages: dict[int, Page] = {p.number: p for p in before.pages}
     # Each round drops at least one turn, so this ends.
     while True:
-        plan = _plan(before, result)
+        plan = _plan(before, result, name)
         if not plan.drop:
             break
         gone = set(plan.drop)
-        dropped += [Change(name, plan.reasons[n], n, pages[n].text) for n in sorted(gone) if pages[n].text]
+        for n in sorted(gone):
+            code = MESSAGE_DROPPED if pages[n].role in STANDALONE_ROLES else TURN_DROPPED
+            dropped.append(code.change(plan.reasons[n], n, pages[n].text))
         before = _without(before, gone)
         if _copies_in(result, gone, pages):
             # A removal kept a copy that only a dropped message holds: decide the duplicates again without them.

@@ -2,7 +2,7 @@
 
 The request itself travels with the document (:class:`~docsan.model.ChatRequest`),
 so the cleaned text goes back into exactly the shape it came in
-(:func:`docsan.render.render_chat`). What is text, and so cleaned:
+(:func:`docsan.chat.shape.render_chat`). What is text, and so cleaned:
 
 - ``content`` when it is a string;
 - the ``text`` of each ``{"type": "text"}`` part when ``content`` is a list of parts.
@@ -23,16 +23,14 @@ Everything else passes through untouched, by decision:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
+from docsan.chat.shape import TEXT_PART, message_page
 from docsan.errors import InputError
-from docsan.extract.text import decode, paragraphs_to_blocks
-from docsan.model import ChatRequest, Document, DocumentKind, Page, Source
+from docsan.extract.text import decode
+from docsan.model import ChatRequest, Document, DocumentKind
 
 ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
-TEXT_PART = "text"
 
 
 def looks_like_chat(data: bytes) -> bool:
@@ -52,33 +50,6 @@ def _messages(obj: Any) -> list[Any]:
     if not isinstance(obj, list):
         raise InputError("-", "JSON is not a messages list")
     return obj
-
-
-def text_slots(message: Mapping[str, Any]) -> list[tuple[int | None, str]]:
-    """Where a message's text sits: ``(None, content)`` for string content, ``(i, text)`` per text part."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return [(None, content)]
-    if isinstance(content, list):
-        return [
-            (i, p["text"])
-            for i, p in enumerate(content)
-            if isinstance(p, dict) and p.get("type") == TEXT_PART and isinstance(p.get("text"), str)
-        ]
-    return []
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """All of a message's text, parts joined by a blank line (for ranking and queries)."""
-    return "\n\n".join(text for _, text in text_slots(message) if text)
-
-
-def message_page(message: Mapping[str, Any], number: int) -> Page:
-    """Page ``number`` for one message: its text slots' paragraphs as blocks, each tagged with its part."""
-    blocks = []
-    for part, text in text_slots(message):
-        blocks += [b if part is None else replace(b, part=part) for b in paragraphs_to_blocks(text, Source.CHAT)]
-    return Page(number=number, role=str(message["role"]), blocks=tuple(blocks))
 
 
 def _check_message(msg: Any, name: str, index: int) -> dict[str, Any]:
