@@ -286,6 +286,8 @@ MICRO_TARGETS = {
     "bench_extract": "extraction cost against plain PyMuPDF (issue 2)",
     "bench_engine": "embedded vLLM engine: start time and tokens/s (issue 5)",
     "bench_structure": "furniture and table stages",
+    "bench_chat": "chat histories: asked-fact recall and token reduction, recent vs query; cost per request (issue 15)",
+    "bench_rank": "BM25 terms: stemming and Chinese segmentation measured before adoption (issue 15)",
 }
 
 
