@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import docsan
+from bench.common import manifest
 from docsan import Block, BlockKind, Document, DocumentKind, Page, Source, Table
 from docsan.config import Config
 from docsan.stages import build_stage
@@ -298,9 +299,8 @@ def test_pdf_blocks_clean_idempotently_and_the_input_is_untouched(pages: list[li
 
 
 def _text_layer_files(corpus) -> list[str]:
-    manifest = corpus.parent / "MANIFEST.tsv"
-    rows = [line.split("\t") for line in manifest.read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
-    return sorted({r[0] for r in rows if r[3].startswith("yes")})
+    # Every file with a text layer, the partly garbage one too.
+    return sorted({f.path.name for f in manifest(corpus.parent) if f.text_layer.startswith("yes")})
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from docsan.stages.table_repair import TableRepair
 from docsan.tables.pipes import parse_pipe_table
 from docsan.tables.repair import repair_grid
 
-# The stages that exist on this branch; normalize/repeats/reflow/neardup come from other branches.
+# The two structural stages, in their default order: what these tests are about.
 CONFIG = Config(stages=("furniture", "tables"))
 RATING = "偿还债务的能力很强，受不利经济环境的影响不大，违约风险很低"
 

@@ -26,14 +26,22 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
 * Units too short to have a single n-gram are compared by their normalised
   text (exact match), never by MinHash: their degenerate signatures would
   otherwise all collide.
+* A paragraph that recurs once per section (a clause closing every section
+  of a contract) is boilerplate and stays in every section
+  (:func:`docsan.text.sections.is_boilerplate`).
+* Then exact copies of passages are cut wherever they fall (``spans``): the
+  running text of what is left, without paragraph and page breaks, is
+  searched for later copies of earlier text (:mod:`docsan.text.passages`), so
+  a copy whose paragraphs broke elsewhere than its source's is found too.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -47,10 +55,11 @@ from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, ChangeKind, Document
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.banding import BandIndex, lsh_params
+from docsan.text.batchcache import BatchCache
 from docsan.text.paragraphs import is_short_lines, paragraph_spans, split_paragraphs
 from docsan.text.passages import Entry, Passage, cut_spans, find_passages
 from docsan.text.sections import NO_SECTIONS, Occurrence, Sections, find_sections, is_boilerplate, occurrence
-from docsan.text.shingles import Shingled, shingle
+from docsan.text.shingles import Shingled, novel_length, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.
@@ -67,6 +76,8 @@ PASSAGE = ChangeCode(
     ChangeKind.REMOVED,
     "a later exact copy of an earlier passage, cut out of the blocks it runs over, whatever their boundaries",
 )
+# A paragraph of a block: (page index, block index, paragraph index or None for the whole block).
+_Para = tuple[int, int, int | None]
 
 
 @dataclass(slots=True)
@@ -84,12 +95,72 @@ class _Unit:
     parts: tuple[Shingled, ...] = ()
 
 
-def _quote(text: str) -> str:
-    return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
+# Shingles per text, kept across calls: a chat client re-sends its whole
+# history with every turn, so almost every paragraph was shingled for the
+# request before. Bounded (a few tens of MB at most).
+@lru_cache(maxsize=8192)
+def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
+    return shingle(text, cjk_n=cjk_n, word_n=word_n)
+
+
+# 16,384 signatures of 128 64-bit values: 16 MB at most.
+_SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
+
+
+def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) -> np.ndarray:
+    """MinHash signatures (one row per set), datasketch's ``MinHash.bulk`` for the sets not seen before.
+
+    A signature depends only on the set, ``num_perm`` and ``seed``, so it is
+    kept across calls (docsan.text.batchcache): a re-sent chat history
+    costs the new messages' signatures only.
+    """
+
+    def compute(keys: list[tuple[frozenset[str], int, int]]) -> list[np.ndarray]:
+        hashed = [[g.encode("utf-8", "surrogatepass") for g in k[0]] for k in keys]
+        return [
+            m.hashvalues for m in MinHash.bulk(hashed, num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)
+        ]
+
+    rows = _SIGNATURES.get_many([(s, num_perm, seed) for s in shingle_sets], compute)
+    return np.array(rows).reshape(len(rows), num_perm)
+
+
+def _union(parts: tuple[Shingled, ...]) -> Shingled:
+    return Shingled(
+        frozenset().union(*(p.shingles for p in parts)),
+        " ".join(p.normalized for p in parts),
+        any(p.has_ngrams for p in parts),
+    )
+
+
+@dataclass(slots=True)
+class _Pass:
+    """What one comparison pass (messages, paragraphs, or passages) found."""
+
+    removed: set[tuple[int, int]] = field(default_factory=set)  # whole blocks, (page index, block index)
+    cut: dict[tuple[int, int], set[int]] = field(default_factory=lambda: defaultdict(set))  # block -> paragraphs
+    spans: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)  # block -> cut passages
+    changes: list[Change] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    protected: set[_Para] = field(default_factory=set)  # boilerplate kept in every section
+
+
+def _paragraph_range(unit: _Unit, doc: Document) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The first and last paragraph (page, block, paragraph index) a unit covers."""
+    if unit.paragraph is not None:
+        key = (unit.page, unit.blocks[0], unit.paragraph)
+        return key, key
+    last_block = unit.blocks[-1]
+    paragraphs = len(split_paragraphs(doc.pages[unit.page].blocks[last_block].text))
+    return (unit.page, unit.blocks[0], 0), (unit.page, last_block, paragraphs - 1)
 
 
 def _passage_text(doc: Document, pieces: tuple[tuple[Hashable, int, int], ...]) -> str:
     return " ".join(doc.pages[i].blocks[j].text[lo:hi] for (i, j), lo, hi in pieces)
+
+
+def _quote(text: str) -> str:
+    return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -132,8 +203,9 @@ class NearDuplicates:
     # repeated paragraph.
     min_chars: int = Field(40, ge=1)
     # Headings repeat legitimately (chapter titles in a running head, "Notes"
-    # in every section); tables are the tables stage's business.
+    # in every section).
     exempt_headings: bool = True
+    # Tables are the tables stage's business: a rating legitimately repeated in four rows stays four times.
     exempt_tables: bool = True
     # Treat consecutive single-line PDF blocks that reflow would rejoin as one
     # paragraph (docsan.geometry.continues_paragraph); off compares each block on its own.
@@ -144,12 +216,24 @@ class NearDuplicates:
     # (two WARN notices differing only in a date and a head count are both
     # facts). Prose with a few numbers changed is still deduplicated.
     numeric_share: float = Field(0.2, ge=0.0, le=1.0)
+    # A unit shorter than this (normalised characters, CJK counting three:
+    # a sentence or two) with a number its kept copy lacks is a fact of its
+    # own, whatever its share of digits: "the Zhuhai warehouse code is now
+    # R26-534" next to "the Hangzhou warehouse code is now K12-345" scores
+    # Jaccard 0.83 on 5-grams and is another fact (generated chat histories
+    # lost such facts: bench/bench_chat.py).
+    fact_chars: int = Field(200, ge=0)
+    # A unit with a stretch of new text this long (weighted like min_chars:
+    # 8 CJK characters, or about 5 English words) that its kept copy lacks
+    # is not a copy: a re-pasted paragraph with a sentence added keeps the
+    # sentence. Edits below it (an inserted "14", a changed word) are copies.
+    min_new_chars: int = Field(24, ge=1)
     # Chat histories: compare whole messages first, so a re-sent paste goes
     # even when each of its paragraphs alone is short.
     messages: bool = True
-    # Keep a paragraph that recurs once per section (a clause closing every
-    # section of a contract: docsan.text.sections.is_boilerplate) in every
-    # section: read section by section, each copy is needed.
+    # Keep a paragraph that recurs once per section (docsan.text.sections.is_boilerplate)
+    # in every section: read section by section (a retrieval chunk, a quoted
+    # page), each copy is needed. Documents only.
     boilerplate: bool = True
     # Then cut later exact copies of passages found anywhere in the running
     # text, across paragraph and page boundaries (docsan.text.passages): a copy
@@ -164,34 +248,40 @@ class NearDuplicates:
     min_span_chars: int = Field(120, ge=32)
 
     def __call__(self, doc: Document) -> StageResult:
-        changes: list[Change] = []
-        stats: dict[str, int | float] = defaultdict(int)
-        removed: set[tuple[int, int]] = set()
-        cut: dict[tuple[int, int], set[int]] = defaultdict(set)  # block -> removed paragraph indices
-        sections = find_sections(doc) if not doc.is_chat else NO_SECTIONS
-        protected: set[tuple[int, int, int | None]] = set()  # boilerplate paragraphs, kept in every section
+        passes = []
+        sections = find_sections(doc) if self.boilerplate and not doc.is_chat else NO_SECTIONS
         if doc.is_chat and self.messages:
-            units = self._message_units(doc)
-            self._dedupe(units, doc, removed, cut, changes, stats, "message", sections, protected)
-        units = self._paragraph_units(doc, removed)
-        self._dedupe(units, doc, removed, cut, changes, stats, "paragraph", sections, protected)
-        ranges: dict[tuple[int, int], list[tuple[int, int]]] = {
+            passes.append(self._dedupe(self._message_units(doc), doc, "message", sections))
+        removed = {key for p in passes for key in p.removed}
+        passes.append(self._dedupe(self._paragraph_units(doc, removed), doc, "paragraph", sections))
+        removed |= passes[-1].removed
+        # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks);
+        # as spans of text, so that passages can be cut from the same blocks.
+        spans = {
             key: [span for k, span in enumerate(paragraph_spans(doc.pages[key[0]].blocks[key[1]].text)) if k in ks]
-            for key, ks in cut.items()
+            for key, ks in passes[-1].cut.items()
         }
         if self.spans and not doc.is_chat:
-            self._cut_passages(doc, removed, ranges, protected, changes, stats)
-        if not removed and not ranges:
+            passes.append(self._cut_passages(doc, removed, spans, passes[-1].protected))
+            removed |= passes[-1].removed
+            for key, new in passes[-1].spans.items():
+                spans[key] = spans.get(key, []) + new
+        changes = [c for p in passes for c in p.changes]
+        stats: dict[str, int | float] = defaultdict(int)
+        for p in passes:
+            for key, value in p.stats.items():
+                stats[key] += value
+        if not removed and not spans:
             return StageResult(doc, changes, dict(stats))
         pages = []
         for i, page in enumerate(doc.pages):
-            if any((i, j) in removed or (i, j) in ranges for j in range(len(page.blocks))):
+            if any((i, j) in removed or (i, j) in spans for j in range(len(page.blocks))):
                 blocks = []
                 for j, block in enumerate(page.blocks):
                     if (i, j) in removed:
                         continue
-                    if (i, j) in ranges:
-                        block = block.with_text(cut_spans(block.text, ranges[(i, j)]))
+                    if (i, j) in spans:
+                        block = block.with_text(cut_spans(block.text, spans[(i, j)]))
                     blocks.append(block)
                 page = page.with_blocks(blocks)
             pages.append(page)
@@ -200,14 +290,14 @@ class NearDuplicates:
     # -- units --------------------------------------------------------------------------------------
 
     def _eligible(self, block: Block) -> bool:
-        if block.kind is BlockKind.FURNITURE or not block.text.strip():
+        if not block.text.strip():
             return False
         if block.kind is BlockKind.TABLE:
             return not self.exempt_tables
         return not (block.kind is BlockKind.HEADING and self.exempt_headings)
 
     def _shingle(self, text: str) -> Shingled:
-        return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
+        return _shingle_cached(text, self.cjk_ngram, self.word_ngram)
 
     def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
         # Three times the raw length bounds the weighted normalised one (Shingled.length):
@@ -220,12 +310,19 @@ class NearDuplicates:
         units = []
         for i, page in enumerate(doc.pages):
             idx = [j for j, b in enumerate(page.blocks) if self._eligible(b)]
-            if idx:
-                texts = [page.blocks[j].text for j in idx]
-                unit = self._unit(i, idx, "\n\n".join(texts), f"message {page.number}")
-                if unit is not None:
-                    unit.parts = tuple(self._shingle(t) for t in texts)
-                    units.append(unit)
+            if not idx:
+                continue
+            texts = [page.blocks[j].text for j in idx]
+            text = "\n\n".join(texts)
+            if 3 * len(text) < self.min_chars:
+                continue
+            # A message's shingles are its paragraphs' (the paragraph pass
+            # needs those anyway): only n-grams across a paragraph break are
+            # missing, which a copy shares with its original all the same.
+            parts = tuple(self._shingle(t) for t in texts)
+            whole = parts[0] if len(parts) == 1 else _union(parts)
+            unit = _Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
+            units.append(unit)
         return units
 
     def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
@@ -260,39 +357,27 @@ class NearDuplicates:
 
     # -- deduplication ------------------------------------------------------------------------------
 
-    def _dedupe(
-        self,
-        units: list[_Unit],
-        doc: Document,
-        removed: set[tuple[int, int]],
-        cut: dict[tuple[int, int], set[int]],
-        changes: list[Change],
-        stats: dict,
-        scale: str,
-        sections: Sections,
-        protected: set[tuple[int, int, int | None]],
-    ) -> None:
+    def _dedupe(self, units: list[_Unit], doc: Document, scale: str, sections: Sections) -> _Pass:
+        """Every unit that duplicates an earlier kept one, compared in document order (boilerplate excepted)."""
+        found = _Pass()
+        stats = found.stats
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         long_units = [u for u in units if u.sh.has_ngrams]
-        signatures = MinHash.bulk(
-            [[g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units],
-            num_perm=self.num_perm,
-            seed=self.seed,
-            hashfunc=xxhash.xxh32_intdigest,
-        )
         row = {id(u): i for i, u in enumerate(long_units)}
         # LSH tuned below the decision threshold: more candidates, fewer misses;
         # the exact Jaccard check removes the false ones.
         bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
-        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(signatures), self.num_perm)
+        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
         index = BandIndex(matrix, bands, rows)
         kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
         exact: dict[str, _Unit] = {}
-        found: dict[int, list[tuple[_Unit, float]]] = defaultdict(list)  # kept unit (id) -> its copies
-        kept: dict[int, _Unit] = {}
+        kept: dict[int, _Unit] = {}  # by id: the kept units that have copies
+        copies: dict[int, list[tuple[_Unit, float]]] = defaultdict(list)  # kept unit (id) -> its copies
         for unit in units:
-            best, score = self._match(unit, row.get(id(unit)), index, kept_rows, exact, stats)
+            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
+            if verified:
+                stats["candidates_verified"] += verified
             if best is None:
                 exact.setdefault(unit.sh.normalized, unit)
                 if id(unit) in row:
@@ -300,86 +385,73 @@ class NearDuplicates:
                     index.insert(row[id(unit)])
                 continue
             kept[id(best)] = best
-            found[id(best)].append((unit, score))
-        for key, copies in found.items():
-            best = kept[key]
-            # Boilerplate is the same paragraph each time: only exact copies can be it.
-            exact_copies = [u for u, score in copies if score == 1.0]
-            spared = self._boilerplate([best, *exact_copies], doc, sections, protected)
-            if not spared:
-                for unit, score in copies:
-                    self._remove(unit, best, score, doc, removed, cut, changes, stats, scale)
-                continue
-            # One stays per section; any other goes as a copy of the one kept in its section.
-            stats["boilerplate_kept"] += len(spared) - 1
-            keeper = {sections.of(u.page, u.blocks[0]): u for u in spared.values()}
-            for unit in [best, *exact_copies]:
-                if id(unit) not in spared:
-                    other = keeper[sections.of(unit.page, unit.blocks[0])]
-                    self._remove(unit, other, 1.0, doc, removed, cut, changes, stats, scale)
-            named = keeper[sections.of(best.page, best.blocks[0])]
-            for unit, score in copies:
-                if score < 1.0:
-                    self._remove(unit, named, score, doc, removed, cut, changes, stats, scale)
+            copies[id(best)].append((unit, score))
+        decisions = [
+            d
+            for key, found_copies in copies.items()
+            for d in self._settle(kept[key], found_copies, doc, sections, found)
+        ]
+        order = {id(u): k for k, u in enumerate(units)}
+        for unit, other, score in sorted(decisions, key=lambda d: order[id(d[0])]):
+            self._remove(unit, other, score, doc, scale, found)
+        return found
 
-    def _boilerplate(
-        self, members: list[_Unit], doc: Document, sections: Sections, protected: set[tuple[int, int, int | None]]
-    ) -> dict[int, _Unit]:
+    def _settle(
+        self, best: _Unit, copies: list[tuple[_Unit, float]], doc: Document, sections: Sections, found: _Pass
+    ) -> list[tuple[_Unit, _Unit, float]]:
+        """What goes of ``best`` and its copies, as (unit, the kept one it copies, similarity).
+
+        All the copies, unless they are the sections' boilerplate: then one
+        stays per section (recorded in ``found``), and the others go.
+        """
+        # Boilerplate is the same paragraph each time: only exact copies can be it.
+        exact_copies = [u for u, score in copies if score == 1.0]
+        members = [best, *exact_copies]
+        spared = self._boilerplate(members, doc, sections)
+        if not spared:
+            return [(unit, best, score) for unit, score in copies]
+        found.stats["boilerplate_kept"] += len(spared) - 1
+        found.protected.update((u.page, j, u.paragraph) for u in spared.values() for j in u.blocks)
+        # Any other copy goes as a copy of the one kept in its section.
+        keeper = {sections.of(u.page, u.blocks[0]): u for u in spared.values()}
+        named = keeper[sections.of(best.page, best.blocks[0])]
+        out = [(u, keeper[sections.of(u.page, u.blocks[0])], 1.0) for u in members if id(u) not in spared]
+        return out + [(unit, named, score) for unit, score in copies if score < 1.0]
+
+    def _boilerplate(self, members: list[_Unit], doc: Document, sections: Sections) -> dict[int, _Unit]:
         """The copies of one paragraph to keep as boilerplate (by id): one per section, or none.
 
         In a section that holds it more than once (a copy pasted into the
-        section brought another), the one in the section's opening or closing
-        place stays, else the last.
+        section brought another), the one opening or closing the section
+        stays, else the last.
         """
-        if not self.boilerplate or sections.count < 2:
+        if sections.count < 2:
             return {}
         chosen: dict[int, tuple[_Unit, Occurrence]] = {}
         for u in members:  # in document order
-            o = occurrence(sections, *self._paragraph_range(u, doc))
+            o = occurrence(sections, *_paragraph_range(u, doc))
             held = chosen.get(o.section)
             if held is None or not (held[1].opens or held[1].closes):
                 chosen[o.section] = (u, o)
         if not is_boilerplate([o for _, o in chosen.values()], sections.count):
             return {}
-        protected.update((u.page, j, u.paragraph) for u, _ in chosen.values() for j in u.blocks)
         return {id(u): u for u, _ in chosen.values()}
 
-    @staticmethod
-    def _paragraph_range(unit: _Unit, doc: Document) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """The first and last paragraph (page, block, paragraph index) a unit covers."""
-        if unit.paragraph is not None:
-            key = (unit.page, unit.blocks[0], unit.paragraph)
-            return key, key
-        last_block = unit.blocks[-1]
-        paragraphs = len(split_paragraphs(doc.pages[unit.page].blocks[last_block].text))
-        return (unit.page, unit.blocks[0], 0), (unit.page, last_block, paragraphs - 1)
-
-    def _remove(
-        self,
-        unit: _Unit,
-        best: _Unit,
-        score: float,
-        doc: Document,
-        removed: set[tuple[int, int]],
-        cut: dict[tuple[int, int], set[int]],
-        changes: list[Change],
-        stats: dict,
-        scale: str,
-    ) -> None:
+    def _remove(self, unit: _Unit, best: _Unit, score: float, doc: Document, scale: str, found: _Pass) -> None:
         if unit.paragraph is None:
-            removed.update((unit.page, j) for j in unit.blocks)
+            found.removed.update((unit.page, j) for j in unit.blocks)
         else:
             (j,) = unit.blocks
-            cut[(unit.page, j)].add(unit.paragraph)
-            if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
-                removed.add((unit.page, j))  # every paragraph went: the block goes
-                del cut[(unit.page, j)]
+            found.cut[(unit.page, j)].add(unit.paragraph)
+            if len(found.cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
+                found.removed.add((unit.page, j))  # every paragraph went: the block goes
+                del found.cut[(unit.page, j)]
         what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
         reason = f"{scale} {what} of {best.label}"
         page = doc.pages[unit.page].number
-        changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
-        stats[f"{scale}s_removed"] += 1
-        stats["chars_removed"] += len(unit.text)
+        found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
+        found.stats[f"{scale}s_removed"] += 1
+        found.stats["chars_removed"] += len(unit.text)
 
     # -- passages -----------------------------------------------------------------------------------
 
@@ -387,63 +459,66 @@ class NearDuplicates:
         self,
         doc: Document,
         removed: set[tuple[int, int]],
-        ranges: dict[tuple[int, int], list[tuple[int, int]]],
-        protected: set[tuple[int, int, int | None]],
-        changes: list[Change],
-        stats: dict,
-    ) -> None:
-        """Cut later copies of passages out of what the paragraph pass left (``removed``, ``ranges`` updated).
+        spans: dict[tuple[int, int], list[tuple[int, int]]],
+        protected: set[_Para],
+    ) -> _Pass:
+        """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``spans`` cut).
 
         The running text skips what went already; tables, blocks of short
         lines (a form's fields or a table read as text: what reflow leaves
         unjoined) and the paragraphs kept as boilerplate interrupt it, so no
         copy runs over them: their repeats are structure.
         """
+        found = _Pass()
         entries: list[Entry] = []
         for i, page in enumerate(doc.pages):
             for j, block in enumerate(page.blocks):
-                if (i, j) in removed or block.kind is BlockKind.FURNITURE:
+                if (i, j) in removed:
                     continue
                 if (block.kind is BlockKind.TABLE and self.exempt_tables) or is_short_lines(block.text):
                     entries.append(((i, j), None, 0))
                     continue
-                gone = ranges.get((i, j), [])
+                gone = spans.get((i, j), [])
                 for k, (lo, hi) in enumerate(paragraph_spans(block.text)):
                     if (lo, hi) in gone:
                         continue
-                    if (i, j, k) in protected or ((i, j, None) in protected):
+                    if (i, j, k) in protected or (i, j, None) in protected:
                         entries.append(((i, j), None, 0))
                     else:
                         entries.append(((i, j), block.text[lo:hi], lo))
         passages = find_passages(entries, min_weight=self.min_span_chars)
-        spans: dict[tuple[int, int], list[Passage]] = defaultdict(list)
+        found.stats["passages_cut"] += len(passages)
+        by_block: dict[tuple[int, int], list[Passage]] = defaultdict(list)
         for passage in passages:
             for key, *_ in passage.pieces:
-                spans[key].append(passage)
-        stats["passages_cut"] += len(passages)
-        for key, found in spans.items():
+                by_block[key].append(passage)
+        for key, here in by_block.items():
             original = doc.pages[key[0]].blocks[key[1]].text
-            before = cut_spans(original, ranges.get(key, []))
-            new = [(lo, hi) for p in found for k, lo, hi in p.pieces if k == key]
-            ranges[key] = ranges.get(key, []) + new
-            after = cut_spans(original, ranges[key])
-            pages_of = sorted({doc.pages[k[0]].number for p in found for k, *_ in p.source})
-            where = ", ".join(map(str, pages_of))
-            reason = f"repeated passage of page{'s' if len(pages_of) > 1 else ''} {where}"
-            quote = " … ".join(_passage_text(doc, p.source) for p in found)
+            before = cut_spans(original, spans.get(key, []))
+            found.spans[key] = [(lo, hi) for p in here for k, lo, hi in p.pieces if k == key]
+            after = cut_spans(original, spans.get(key, []) + found.spans[key])
+            pages_of = sorted({doc.pages[k[0]].number for p in here for k, *_ in p.source})
+            reason = f"repeated passage of page{'s' if len(pages_of) > 1 else ''} {', '.join(map(str, pages_of))}"
+            quote = " … ".join(_passage_text(doc, p.source) for p in here)
             page = doc.pages[key[0]].number
-            changes.append(PASSAGE.change(reason, page, before, replacement=after or None, duplicate_of=_quote(quote)))
-            stats["chars_removed"] += len(before) - len(after)
+            found.changes.append(
+                PASSAGE.change(reason, page, before, replacement=after or None, duplicate_of=_quote(quote))
+            )
+            found.stats["chars_removed"] += len(before) - len(after)
             if not after:
-                removed.add(key)
-                del ranges[key]
+                found.removed.add(key)
+        return found
 
     def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
         if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
             return False
+        known = earlier.sh.shingles
+        if novel_length(unit.text, known, cjk_n=self.cjk_ngram, word_n=self.word_ngram) >= self.min_new_chars:
+            return False
         numbers = _NUMBER.findall(unit.sh.normalized)
-        if sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
+        short = unit.sh.length < self.fact_chars
+        if not short and sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
             return True
         return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
 
@@ -454,18 +529,17 @@ class NearDuplicates:
         index: BandIndex,
         kept: dict[int, _Unit],
         exact: dict[str, _Unit],
-        stats: dict,
-    ) -> tuple[_Unit | None, float]:
-        """The kept unit this one duplicates best (and the similarity), or (None, 0)."""
+    ) -> tuple[_Unit | None, float, int]:
+        """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
         if same is not None:
-            return same, 1.0
+            return same, 1.0, 0
         if sig_row is None:  # too short for n-grams: exact match only
-            return None, 0.0
+            return None, 0.0, 0
         best, best_score = None, 0.0
-        for key in sorted(index.query(sig_row)):
-            stats["candidates_verified"] += 1
+        candidates = sorted(index.query(sig_row))
+        for key in candidates:
             score = _jaccard(unit.sh.shingles, kept[key].sh.shingles)
             if score >= self.threshold and score > best_score and self._nothing_new(unit, kept[key]):
                 best, best_score = kept[key], score
-        return best, best_score
+        return best, best_score, len(candidates)

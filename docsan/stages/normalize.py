@@ -120,7 +120,7 @@ class Normalize:
     # Ligatures (ﬁ, ﬂ) become their letters: PDF fonts emit them, and a
     # ligature splits words for search, de-hyphenation and the tokenizer.
     fix_ligatures: bool = True
-    # Remove the invisible characters listed in charclass.INVISIBLE_CLASSES.
+    # Remove the invisible characters listed in docsan.text.chardata.INVISIBLE_CLASSES.
     # Off only to inspect raw extractor output.
     remove_invisible: bool = True
     # Subdivision flags whose tag characters survive (tag letters, e.g.

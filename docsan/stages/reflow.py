@@ -123,6 +123,11 @@ class Reflow:
         ]
         continued = self._join_pages(doc, page_groups) if self.join_pages and not doc.is_chat else {}
         for page, groups in zip(doc.pages, page_groups, strict=True):
+            if doc.is_chat and self.dehyphenate:
+                # A message is reflowed on its own words: what a later message
+                # says must not change how an earlier one reads, or a growing
+                # history would lose the engine's prefix cache at every turn.
+                vocab = _Vocabulary(doc.with_pages([page]))
             blocks = []
             for block, sources in groups:
                 counts: Counter[str] = Counter()
@@ -176,9 +181,8 @@ class Reflow:
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
-        if block.kind in (BlockKind.TABLE, BlockKind.FURNITURE) or _FENCE.search(block.text):
-            # Tables keep their grid; furniture is reported as it was found;
-            # a fenced code block's lines are code.
+        if block.kind is BlockKind.TABLE or _FENCE.search(block.text):
+            # Tables keep their grid; a fenced code block's lines are code.
             return block.text
         text = block.text
         if self.remove_cjk_spaces and not text.isascii():

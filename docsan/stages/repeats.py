@@ -67,7 +67,6 @@ SCALES = {
     scale: ChangeCode(f"repeats.{scale}", ChangeKind.REMOVED, f"copies of a repeated {scale} in a row")
     for scale in ("line", "phrase", "word", "character")
 }
-_EXEMPT = (BlockKind.TABLE, BlockKind.FURNITURE)
 
 
 @dataclass(slots=True)
@@ -248,7 +247,7 @@ class Repeats:
             (i, j): b.text
             for i, blocks in enumerate(pages)
             for j, b in enumerate(blocks)
-            if b.kind not in _EXEMPT and len(b.text) >= 2
+            if b.kind is not BlockKind.TABLE and len(b.text) >= 2
         }
         pending = dict(texts)
         for _ in range(self.max_passes):
@@ -275,7 +274,7 @@ class Repeats:
             prev = kept[-1] if kept else None
             if (
                 prev is not None
-                and block.kind not in _EXEMPT
+                and block.kind is not BlockKind.TABLE
                 and prev.kind is block.kind
                 and block.bbox is not None
                 and prev.bbox is not None
