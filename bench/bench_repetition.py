@@ -182,7 +182,7 @@ def run(per_size: int = 4, *, log=None) -> dict:
             "txt": _totals(scores[label]["txt"]),
             "by_pages": {str(p): _totals(v) for p, v in sorted(by_pages[label].items())},
             "seconds": round(seconds[label], 2),
-            "misses": details[label][:30],
+            "misses": details[label][:80],
         }
         if corpus is not None:
             result[label]["guards"] = _guards(corpus, configs[label])

@@ -200,7 +200,7 @@ def build(
         if where is None:
             continue
         new = _reparagraph(passage, lang, rng, fact)
-        _insert(items, where, new, rng, lang)
+        _insert(items, where, new, rng, lang, keep={boilerplate})
         copies.append(Copy(text, fact))
         if fact:
             planted.append(fact)
@@ -283,10 +283,15 @@ def _insertion_point(items: list[Item], after: int, rng: random.Random) -> int |
     return rng.choice(choices) if choices else None
 
 
-def _insert(items: list[Item], where: int, new: list[Item], rng: random.Random, lang: str) -> None:
-    """Insert the copy's paragraphs before item ``where``, or glue the first onto the previous paragraph."""
+def _insert(
+    items: list[Item], where: int, new: list[Item], rng: random.Random, lang: str, keep: set[str | None]
+) -> None:
+    """Insert the copy's paragraphs before item ``where``, or glue the first onto the previous paragraph.
+
+    Never onto a paragraph in ``keep`` (the boilerplate stays a paragraph of its own, as it is printed).
+    """
     prev = items[where - 1] if where > 0 else None
-    if prev is not None and prev.kind == "para" and rng.random() < 0.4:
+    if prev is not None and prev.kind == "para" and prev.text not in keep and rng.random() < 0.4:
         sep = "" if lang == "zh" else " "
         items[where - 1] = Item("para", prev.text + sep + new[0].text)
         new = new[1:]

@@ -62,6 +62,40 @@ RUNNING_HEADER = ChangeCode(
 RUNNING_FOOTER = ChangeCode(
     "furniture.running_footer", ChangeKind.REMOVED, "a line repeated at the bottom of a run of pages"
 )
+# Short documents (2-5 pages, page numbers from one page): what a single page can show.
+SHORT_PAGE_NUMBER = ChangeCode(
+    "furniture.short.page_number",
+    ChangeKind.REMOVED,
+    "a short document's page number, by its form on its own page: its page's number, or set off by dashes",
+)
+SHORT_HEADER, SHORT_FOOTER = (
+    ChangeCode(
+        f"furniture.short.{edge}",
+        ChangeKind.REMOVED,
+        f"the same line at the same place at the {side} of every page of a short document",
+    )
+    for edge, side in (("header", "top"), ("footer", "bottom"))
+)
+SHORT_ALTERNATING_HEADER, SHORT_ALTERNATING_FOOTER = (
+    ChangeCode(
+        f"furniture.short.alternating_{edge}",
+        ChangeKind.REMOVED,
+        f"a short document's line at the same place and in the same small font at the {side} of every page,"
+        " its text alternating between odd and even pages",
+    )
+    for edge, side in (("header", "top"), ("footer", "bottom"))
+)
+# What a removal's reason says: the rule that fired.
+_REASONS = {
+    SHORT_PAGE_NUMBER: "page number (short document: its form on its own page)",
+    SHORT_HEADER: "running header (short document: the same line at the same place on every page)",
+    SHORT_FOOTER: "running footer (short document: the same line at the same place on every page)",
+    SHORT_ALTERNATING_HEADER: "running header (short document: same place and font on every page, odd/even text)",
+    SHORT_ALTERNATING_FOOTER: "running footer (short document: same place and font on every page, odd/even text)",
+}
+# Dashes around a bare number ("- 3 -", "— 3 —"): set off as a page number, whatever its value.
+_DASHED = regex.compile(r"[-–—]\s{0,3}\d{1,5}\s{0,3}[-–—]")
+_OF_TOTAL = regex.compile(r"\d{1,5}\s{0,3}/\s{0,3}(\d{1,5})")
 
 
 def line_key(text: str) -> str:
@@ -129,6 +163,11 @@ class Furniture:
     # If the text also occurs in the page body on at least this share of the
     # pages where it sits at the edge, it is data (a repeated table value).
     data_share: float = Field(0.25, gt=0, le=1)
+    # Documents of up to short_pages pages have too few pages for runs: there
+    # the evidence one page can show counts too (see _short_document); off
+    # leaves short documents to the recurrence rules alone.
+    short_documents: bool = True
+    short_pages: int = Field(5, ge=1, le=20)
 
     def __call__(self, doc: Document) -> StageResult:
         if doc.is_chat:
@@ -138,7 +177,10 @@ class Furniture:
         pages = [self._page_lines(pi, p) for pi, p in enumerate(doc.pages)]
         numbers = self._page_numbers(doc, pages)
         recurring, stats = self._recurring(doc, pages, numbers)
-        return self._apply(doc, {**numbers, **recurring}, stats)
+        found = {**numbers, **recurring}
+        if self.short_documents and len(doc.pages) <= self.short_pages:
+            found.update(self._short_document(doc, pages, found))
+        return self._apply(doc, found, stats)
 
     # -- candidates ------------------------------------------------------
 
@@ -376,6 +418,105 @@ class Furniture:
         good = {n for run in runs if len(run) >= needed for n in run}
         return [c for c in group if doc.pages[c.page_index].number in good]
 
+    # -- short documents -------------------------------------------------
+
+    def _short_document(
+        self, doc: Document, pages: list[_PageLines], taken: dict[Where, ChangeCode]
+    ) -> dict[Where, ChangeCode]:
+        """Furniture that one page shows, on a document too short for runs (the rules in order).
+
+        1. A bare page number at a page's outermost edge (nothing but
+           furniture between it and the edge, alone among the figures of its
+           block) that says its page's own number, or is set off by dashes
+           (``- 251 -``), or counts the document's pages (``2 / 3``).
+        2. The same line (digits aside) at the same place on every page of a
+           document of two pages or more, even where one page's body holds
+           it too (a title page printing the running title).
+        3. On every page, at its outermost edge, a line at the same place, in
+           the same font and one smaller than the body's, whose text takes
+           one value on odd pages and another on even ones: a book layout's
+           alternating heads, each printed on one page or two. Text pages
+           (no fonts) need three pages, so that one of the texts recurs.
+        """
+        out: dict[Where, ChangeCode] = {}
+        for lines in pages:
+            for c in lines.candidates:
+                if c.where not in taken and self._own_page_number(doc, pages, c, taken):
+                    out[c.where] = SHORT_PAGE_NUMBER
+        if len(doc.pages) < 2:
+            return out
+        for group in self._group(pages, {**taken, **out}):
+            placed = _at_usual_place(group, self.position_tolerance)
+            in_body = {c.page_index for c in placed if c.key in pages[c.page_index].body_keys}
+            every = len(placed) == len(doc.pages) == len({c.page_index for c in placed})
+            if every and len({c.key for c in placed}) == 1 and len(in_body) <= 1:
+                for c in placed:
+                    out[c.where] = SHORT_HEADER if c.band == "top" else SHORT_FOOTER
+        for band in ("top", "bottom"):
+            out.update(self._alternating(doc, pages, band, {**taken, **out}))
+        return out
+
+    def _own_page_number(
+        self, doc: Document, pages: list[_PageLines], c: _Candidate, taken: dict[Where, ChangeCode]
+    ) -> bool:
+        number = parse_page_number(c.text)
+        if number is None or number.explicit or number.roman:
+            return False
+        text = c.text.strip()
+        total = _OF_TOTAL.fullmatch(text)
+        counts_pages = total is not None and int(total.group(1)) == len(doc.pages)
+        page = doc.pages[c.page_index]
+        if not (number.value == page.number or _DASHED.fullmatch(text) or counts_pages):
+            return False
+        if _letterless_lines(page.blocks[c.block_index]) > 1:
+            return False  # one figure of a column or a row of figures
+        return self._at_edge(page, pages[c.page_index], c, taken)
+
+    def _at_edge(self, page: Page, lines: _PageLines, c: _Candidate, taken: dict[Where, ChangeCode]) -> bool:
+        """Nothing but furniture between the line and its page edge."""
+        if c.has_geometry:
+            return _outermost(page, c, taken)
+        return all(o.where in taken for o in lines.candidates if o.band == c.band and o.pos < c.pos)
+
+    def _alternating(
+        self, doc: Document, pages: list[_PageLines], band: Band, taken: dict[Where, ChangeCode]
+    ) -> dict[Where, ChangeCode]:
+        """Rule 3 of _short_document for one band."""
+        chosen: list[_Candidate] = []
+        for page, lines in zip(doc.pages, pages, strict=True):
+            # The head of every page, whether a run already confirmed it or not.
+            here = [
+                c
+                for c in lines.candidates
+                if c.band == band
+                and taken.get(c.where) not in (PAGE_NUMBER, SHORT_PAGE_NUMBER)
+                and _LETTER.search(c.key)
+                and c.key not in lines.body_keys
+                and self._at_edge(page, lines, c, taken)
+            ]
+            if not here:
+                return {}
+            # The outermost: nearest the edge (text pages count lines from the edge already).
+            chosen.append(min(here, key=lambda c: c.pos if band == "top" or not c.has_geometry else -c.pos))
+        odd = {c.key for c in chosen if doc.pages[c.page_index].number % 2}
+        even = {c.key for c in chosen if not doc.pages[c.page_index].number % 2}
+        if len(odd) != 1 or len(even) != 1 or odd == even:
+            return {}
+        if max(c.pos for c in chosen) - min(c.pos for c in chosen) > self.position_tolerance:
+            return {}
+        if chosen[0].has_geometry:
+            sizes = [c.size for c in chosen]
+            body = _body_size(doc)
+            if any(s is None for s in sizes) or body is None:
+                return {}
+            low, high = min(sizes), max(sizes)
+            if high - low > 0.05 * high or high >= body:
+                return {}
+        elif len(doc.pages) < 3:
+            return {}
+        code = SHORT_ALTERNATING_HEADER if band == "top" else SHORT_ALTERNATING_FOOTER
+        return {c.where: code for c in chosen if c.where not in taken}
+
     # -- output ----------------------------------------------------------
 
     def _apply(self, doc: Document, remove: dict[Where, ChangeCode], found: Counter[str]) -> StageResult:
@@ -400,7 +541,8 @@ class Furniture:
                     if code is None:
                         kept.append(line)
                         continue
-                    changes.append(code.change(code.stat.replace("_", " "), page.number, line))
+                    reason = _REASONS.get(code, code.stat.replace("_", " "))
+                    changes.append(code.change(reason, page.number, line))
                     stats["lines_removed"] += 1
                     stats[code.stat + "s"] += 1
                 if len(kept) == len(lines):
@@ -452,6 +594,22 @@ def _block(doc: Document, c: _Candidate) -> Block:
 
 def _reason(c: _Candidate) -> ChangeCode:
     return RUNNING_HEADER if c.band == "top" else RUNNING_FOOTER
+
+
+def _body_size(doc: Document) -> float | None:
+    """The body text's font size: the median over text blocks of two lines or more, by characters."""
+    sizes = sorted(
+        (b.font_size, len(b.text))
+        for _, b in doc.blocks()
+        if b.kind is BlockKind.TEXT and b.font_size and "\n" in b.text
+    )
+    total = sum(n for _, n in sizes)
+    seen = 0
+    for size, n in sizes:
+        seen += n
+        if seen >= total / 2:
+            return size
+    return None
 
 
 def _letterless_lines(block: Block) -> int:

@@ -416,7 +416,15 @@ class NearDuplicates:
         keeper = {sections.of(u.page, u.blocks[0]): u for u in spared.values()}
         named = keeper[sections.of(best.page, best.blocks[0])]
         out = [(u, keeper[sections.of(u.page, u.blocks[0])], 1.0) for u in members if id(u) not in spared]
-        return out + [(unit, named, score) for unit, score in copies if score < 1.0]
+        for unit, score in copies:
+            if score == 1.0:
+                continue
+            if sections.of(unit.page, unit.blocks[0]) in keeper:
+                out.append((unit, named, score))
+            else:  # a section's own copy of the boilerplate, with a slip: it stays there too
+                found.protected.update((unit.page, j, unit.paragraph) for j in unit.blocks)
+                found.stats["boilerplate_kept"] += 1
+        return out
 
     def _boilerplate(self, members: list[_Unit], doc: Document, sections: Sections) -> dict[int, _Unit]:
         """The copies of one paragraph to keep as boilerplate (by id): one per section, or none.
@@ -433,7 +441,7 @@ class NearDuplicates:
             held = chosen.get(o.section)
             if held is None or not (held[1].opens or held[1].closes):
                 chosen[o.section] = (u, o)
-        if not is_boilerplate([o for _, o in chosen.values()], sections.count):
+        if not is_boilerplate([o for _, o in chosen.values()], sections.count, members[0].sh.length):
             return {}
         return {id(u): u for u, _ in chosen.values()}
 
@@ -464,10 +472,11 @@ class NearDuplicates:
     ) -> _Pass:
         """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``spans`` cut).
 
-        The running text skips what went already; tables, blocks of short
+        The running text skips what went already; tables and blocks of short
         lines (a form's fields or a table read as text: what reflow leaves
-        unjoined) and the paragraphs kept as boilerplate interrupt it, so no
-        copy runs over them: their repeats are structure.
+        unjoined) interrupt it, so no copy runs over them: their repeats are
+        structure. The paragraphs kept as boilerplate can be what a copy
+        repeats, but are never cut.
         """
         found = _Pass()
         entries: list[Entry] = []
@@ -476,17 +485,14 @@ class NearDuplicates:
                 if (i, j) in removed:
                     continue
                 if (block.kind is BlockKind.TABLE and self.exempt_tables) or is_short_lines(block.text):
-                    entries.append(((i, j), None, 0))
+                    entries.append(((i, j), None, 0, False))
                     continue
                 gone = spans.get((i, j), [])
                 for k, (lo, hi) in enumerate(paragraph_spans(block.text)):
-                    if (lo, hi) in gone:
-                        continue
-                    if (i, j, k) in protected or (i, j, None) in protected:
-                        entries.append(((i, j), None, 0))
-                    else:
-                        entries.append(((i, j), block.text[lo:hi], lo))
-        passages = find_passages(entries, min_weight=self.min_span_chars)
+                    if (lo, hi) not in gone:
+                        keep = (i, j, k) in protected or (i, j, None) in protected
+                        entries.append(((i, j), block.text[lo:hi], lo, keep))
+        passages = find_passages(entries, min_weight=self.min_span_chars, piece_weight=self.min_chars)
         found.stats["passages_cut"] += len(passages)
         by_block: dict[tuple[int, int], list[Passage]] = defaultdict(list)
         for passage in passages:

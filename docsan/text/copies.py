@@ -12,14 +12,16 @@ exactly, at least ``min_weight`` long, with the same rolling hashes
    earlier is extended both ways by exact comparison (:func:`lce`) against
    that first occurrence. Any copy at least ``2 · window - 1`` long holds a
    whole anchor window, so none that long is missed for want of an anchor;
-3. an accepted copy moves the scan past its end, so the forward extensions
-   of accepted copies never overlap, and the backward one stops at the last
-   accepted copy: each element is compared a bounded number of times. A
-   rejected candidate stops at its first mismatch, under ``min_weight``.
+3. a copy heavy enough moves the scan past its end, so the forward
+   extensions of such copies never overlap, and the backward one stops at
+   the last reported copy: each element is compared a bounded number of
+   times. A rejected candidate stops at its first mismatch, under
+   ``min_weight``.
 
 A copy never overlaps its own source (a stretch that does is periodic: the
 tandem finder's business), never starts inside an earlier copy, and never
-uses an earlier copy as its source: what is reported can all be removed, and
+uses an earlier copy as its source (a copy whose source runs into one keeps
+the longest stretch that does not): what is reported can all be removed, and
 the first occurrence of everything stays. Negative codes never match
 anything (give each its own value), which is how a caller keeps separators
 and stretches it has ruled out (periodic data) out of every copy.
@@ -27,6 +29,7 @@ and stretches it has ruled out (periodic data) out of every copy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,11 +61,24 @@ def first_occurrences(hashes: np.ndarray) -> np.ndarray:
     return first
 
 
-def find_copies(codes: np.ndarray, *, window: int, weights: np.ndarray, min_weight: float) -> list[Copy]:
+def find_copies(
+    codes: np.ndarray,
+    *,
+    window: int,
+    weights: np.ndarray,
+    min_weight: float,
+    kept: np.ndarray | None = None,
+    narrow: Callable[[Copy], tuple[int, int]] | None = None,
+) -> list[Copy]:
     """The later copies in ``codes`` (int64) whose ``weights`` (one per element) sum to at least ``min_weight``.
 
     Copies are maximal where they start (as long as the text agrees with the
-    source), reported left to right, never overlapping each other.
+    source), reported left to right, never overlapping each other. Elements
+    where ``kept`` is set may be a copy's source but are never part of a
+    copy: a copy running over them is reported as its pieces around them.
+    ``narrow`` maps each found copy to the stretch of it to report (the
+    caller's unit boundaries); what it leaves at a copy's end stays open to
+    the next copy, which may extend back over it.
     """
     n = int(codes.size)
     if n < 2 * window:
@@ -78,9 +94,10 @@ def find_copies(codes: np.ndarray, *, window: int, weights: np.ndarray, min_weig
     anchors = anchors[first[anchors] < anchors]
     weight = np.concatenate(([0.0], np.cumsum(weights, dtype=np.float64)))
     rev = codes[::-1]
-    taken = np.zeros(n, dtype=bool)  # positions inside an accepted copy
+    taken = np.zeros(n, dtype=bool)  # positions inside a reported copy
     out: list[Copy] = []
-    done = 0  # the end of the last accepted copy: later copies start at or after it
+    done = 0  # the end of the last accepted copy: no anchor before it is looked at again
+    free = 0  # the end of the last reported stretch: later copies start at or after it
     for a in anchors.tolist():
         if a < done:
             continue
@@ -90,13 +107,34 @@ def find_copies(codes: np.ndarray, *, window: int, weights: np.ndarray, min_weig
         if forward < window:
             continue  # a hash collision, or the source would overlap the copy at once
         # Backwards: not into the last copy, not so far that the copy would overlap its source.
-        back = lce(rev, n - a, n - i, min(i, a - done, gap - forward))
+        back = lce(rev, n - a, n - i, min(i, a - free, gap - forward))
         start, source, length = a - back, i - back, back + forward
+        used = np.flatnonzero(taken[source : source + length])
+        if used.size:
+            # Part of the source is an earlier copy, which goes: keep the longest stretch that is not.
+            edges = np.concatenate(([-1], used, [length]))
+            k = int(np.argmax(np.diff(edges)))
+            lo, hi = int(edges[k]) + 1, int(edges[k + 1])
+            start, source, length = start + lo, source + lo, hi - lo
         if weight[start + length] - weight[start] < min_weight:
             continue
-        if taken[source : source + length].any():
-            continue  # its source is partly an earlier copy, which goes
-        out.append(Copy(source, start, length))
-        taken[start : start + length] = True
+        for lo, hi in _stretches(kept, start, start + length):
+            piece = Copy(source + lo - start, lo, hi - lo)
+            if narrow is not None:
+                lo, hi = narrow(piece)
+                piece = Copy(piece.source + lo - piece.start, lo, max(0, hi - lo))
+            if piece.length and weight[piece.end] - weight[piece.start] >= min_weight:
+                out.append(piece)
+                taken[piece.start : piece.end] = True
+                free = piece.end
+        # Even when narrowing left nothing: the anchors inside would only find this copy again.
         done = start + length
     return out
+
+
+def _stretches(kept: np.ndarray | None, start: int, end: int) -> list[tuple[int, int]]:
+    """The stretches of [start, end) outside ``kept``."""
+    if kept is None or not kept[start:end].any():
+        return [(start, end)]
+    edges = np.flatnonzero(np.diff(np.concatenate(([True], kept[start:end], [True])).astype(np.int8)))
+    return [(start + int(a), start + int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]

@@ -76,9 +76,10 @@ _ABBREVIATIONS = frozenset(
 )
 
 Piece = tuple[Hashable, int, int]  # (block key, start, end) in the block's text
-# (block key, text, where the text starts in the block's text): one paragraph; text None: a
-# separator. A block may be given as several entries, one per paragraph.
-Entry = tuple[Hashable, str | None, int]
+# (block key, text, where the text starts in the block's text, kept): one paragraph; text None:
+# a separator. A block may be given as several entries, one per paragraph. A kept paragraph can
+# be the source of a copy but is never cut (boilerplate the caller keeps in every section).
+Entry = tuple[Hashable, str | None, int, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,7 @@ class Passage:
 @dataclass(slots=True)
 class _Running:
     keys: list[Hashable]  # per entry
+    kept: np.ndarray  # per view position: inside a kept entry
     text: str  # the view: every entry's characters but whitespace, NUL at separators
     codes: np.ndarray  # the view's code points; -1 - position at separators and ruled-out stretches
     owner: np.ndarray  # index of the entry, -1 at separators
@@ -139,8 +141,9 @@ def _char_table(unique: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _running(entries: Sequence[Entry]) -> _Running | None:
     keys: list[Hashable] = []
+    keeps: list[bool] = []
     codes, owner, orig = [], [], []
-    for key, text, base in entries:
+    for key, text, base, keep in entries:
         if text is None:
             if codes:
                 codes.append(np.array([-1], dtype=np.int64))
@@ -152,6 +155,7 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
         owner.append(np.full(arr.size, len(keys), dtype=np.int64))
         orig.append(base + np.arange(arr.size, dtype=np.int64))
         keys.append(key)
+        keeps.append(keep)
     if not codes:
         return None
     all_codes, all_owner, all_orig = np.concatenate(codes), np.concatenate(owner), np.concatenate(orig)
@@ -165,8 +169,10 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
     n = view.size
     gap = np.ones(n + 1, dtype=bool)
     gap[1:n] = (view_owner[1:] != view_owner[:-1]) | (view_orig[1:] != view_orig[:-1] + 1)
+    kept = np.array([*keeps, False], dtype=bool)[view_owner]  # owner -1 (separators) reads the padding
     return _Running(
         keys,
+        kept,
         text,
         view,
         view_owner,
@@ -227,27 +233,75 @@ def _pieces(run: _Running, start: int, end: int) -> tuple[Piece, ...]:
     return tuple(pieces)
 
 
-def find_passages(entries: Sequence[Entry], *, min_weight: float) -> list[Passage]:
+def find_passages(
+    entries: Sequence[Entry], *, min_weight: float, piece_weight: float | None = None, max_edit: int = 96
+) -> list[Passage]:
     """The later copies in the running text of ``entries`` (paragraphs in reading order; see :data:`Entry`).
 
     Each copy weighs at least ``min_weight`` (letters and digits, a CJK
-    letter counting CJK_WEIGHT) once narrowed to whole sentences.
+    letter counting CJK_WEIGHT) once narrowed to whole sentences. A copy
+    interrupted by an edit (a sentence inserted into it, a word changed) is
+    one copy in pieces: a piece down to ``piece_weight`` goes too when it
+    lies within ``max_edit`` characters of a copy that goes, on the same
+    side of it as its source lies of that copy's source (:func:`_pieces_of_copies`).
     """
     run = _running(entries)
     if run is None or run.codes.size < 2 * WINDOW:
         return []
     _rule_out_periodic(run)
     weight = np.concatenate(([0], np.cumsum(run.weights)))
+    low = min_weight if piece_weight is None else min(piece_weight, min_weight)
+
+    def narrow(copy: Copy) -> tuple[int, int]:
+        return _snap(run, copy)
+
+    common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow}
+    found = find_copies(run.codes, min_weight=min_weight, **common)
+    if low < min_weight and found:
+        # The lighter pieces, searched apart so that none stands in a heavy copy's way, outside them.
+        codes = run.codes.copy()
+        for c in found:
+            codes[c.start : c.end] = -1 - np.arange(c.start, c.end)
+        found = found + find_copies(codes, min_weight=low, **common)
+    snapped = [(c, int(weight[c.end] - weight[c.start])) for c in sorted(found, key=lambda c: c.start)]
     out = []
-    for copy in find_copies(run.codes, window=WINDOW, weights=run.weights, min_weight=min_weight):
-        start, end = _snap(run, copy)
-        w = int(weight[end] - weight[start])
-        if w < min_weight:
-            continue
-        offset = start - copy.start
-        source = _pieces(run, copy.source + offset, copy.source + offset + end - start)
-        out.append(Passage(_pieces(run, start, end), source, w))
+    for copy, w in _pieces_of_copies(snapped, min_weight, low, max_edit):
+        source = _pieces(run, copy.source, copy.source + copy.length)
+        out.append(Passage(_pieces(run, copy.start, copy.end), source, w))
     return out
+
+
+def _pieces_of_copies(
+    copies: list[tuple[Copy, int]], min_weight: float, piece_weight: float, max_edit: int
+) -> list[tuple[Copy, int]]:
+    """The copies heavy enough, and the lighter ones that continue one of them across an edit.
+
+    A piece continues a copy when the gap between them, in the text and in
+    their sources alike, is at most ``max_edit`` characters (the sources in
+    the same order): the pieces of one pasted passage that an inserted
+    sentence split. Grown outwards from the heavy copies, left to right,
+    so each piece is looked at once per neighbour: linear in the copies.
+    """
+    chosen = [w >= min_weight for _, w in copies]
+    changed = True
+    while changed:
+        changed = False
+        for k, (copy, w) in enumerate(copies):
+            if chosen[k] or w < piece_weight:
+                continue
+            for j in (k - 1, k + 1):
+                if 0 <= j < len(copies) and chosen[j] and _continues(copies[j][0], copy, max_edit):
+                    chosen[k] = changed = True
+                    break
+    return [c for c, keep in zip(copies, chosen, strict=True) if keep]
+
+
+def _continues(a: Copy, b: Copy, max_edit: int) -> bool:
+    """Is ``b`` the rest of copy ``a`` (or ``a`` the rest of ``b``) after a short edit?"""
+    first, second = (a, b) if a.start < b.start else (b, a)
+    gap = second.start - first.end
+    source_gap = second.source - (first.source + first.length)
+    return 0 <= gap <= max_edit and 0 <= source_gap <= max_edit
 
 
 def cut_spans(text: str, spans: list[tuple[int, int]]) -> str:

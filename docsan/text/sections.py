@@ -8,7 +8,8 @@ which repeated paragraphs are the first kind.
 
 A section starts at a heading block, or at a one-line block that numbers a
 section (``5.3.5 小节 导出说明``, ``第三条``, ``一、``, ``Section 12``, ``§ 4``):
-text files carry no heading marks. A heading whose text came before starts
+text files carry no heading marks. A single number (``3. 文件上传必须经过预处理``)
+is a list item as often as a heading, so numbers need two levels. A heading whose text came before starts
 no new section: a document's sections have titles of their own, and a
 heading met again is part of a copy. The notion only ever keeps text (a
 paragraph wrongly taken for a heading can only keep a copy), never removes it.
@@ -27,7 +28,7 @@ from docsan.text.paragraphs import split_paragraphs
 
 # A section number at the start of a line. Bounded repeats, no nesting: linear.
 _NUMBERED = regex.compile(
-    r"(?:\d{1,3}(?:\.\d{1,3}){0,5}\.?\s"
+    r"(?:\d{1,3}(?:\.\d{1,3}){1,5}\.?\s"
     r"|第[\d一二三四五六七八九十百千]{1,6}[章节条款部篇]"
     r"|[一二三四五六七八九十]{1,3}[、．]"
     r"|(?:section|article|chapter|part)\s{1,3}\d{1,4}"
@@ -109,17 +110,24 @@ def occurrence(sections: Sections, first: ParagraphKey, last: ParagraphKey) -> O
     return Occurrence(section, sections.first.get(section) == first, sections.last.get(section) == last)
 
 
-def is_boilerplate(occurrences: Sequence[Occurrence], count: int) -> bool:
-    """Are these copies of one paragraph (at most one per section) a section's own boilerplate?
+# Weighted like neardup's min_chars (a CJK letter counting three): a clause or two. Notices that
+# sections repeat are short; a long paragraph found in most sections is more likely pasted.
+SHORT_CLAUSE = 300
+
+
+def is_boilerplate(occurrences: Sequence[Occurrence], count: int, weight: int) -> bool:
+    """Are these copies of one paragraph (at most one per section, ``weight`` long) a section's own boilerplate?
 
     "Really there once per section": in three sections or more (or both of
-    two), and either in nearly every section (four in five), or opening
-    every section it is in, or closing every one. Copies pasted into a
-    document land in a few sections at random places.
+    two), and either opening every section it is in, or closing every one,
+    or, for a clause or two (:data:`SHORT_CLAUSE`), in most sections (two in
+    three). Copies pasted into a document land in a few sections at random
+    places; what is pasted into a section after its closing clause does not
+    make the clause any less its own.
     """
     sections = {o.section for o in occurrences}
     if count < 2 or 0 in sections or len(sections) != len(occurrences) or len(sections) < min(3, count):
         return False
-    if len(sections) >= 0.8 * count:
+    if weight <= SHORT_CLAUSE and 3 * len(sections) >= 2 * count:
         return True
     return all(o.opens for o in occurrences) or all(o.closes for o in occurrences)
