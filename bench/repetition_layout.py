@@ -32,7 +32,7 @@ PARAGRAPH_GAP = 0.8 * SIZE
 CELL_PAD = 3.0
 COLUMNS = (0.22, 0.78)  # the table's column widths, as shares of the body width
 # A Latin word, a number or a CJK character: what a line may not be broken inside of.
-_TOKEN = regex.compile(r"[^\s\p{Han}\p{P}]+[\p{P}]*|\s+|.")
+_TOKEN = regex.compile(r"[^\s\p{Han}\u3000-\u303f\uff00-\uffef]+|\s+|.")
 
 
 @dataclass(slots=True)

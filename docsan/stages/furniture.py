@@ -229,11 +229,18 @@ class Furniture:
         # On a short page the edges shrink: at most a third of its lines at
         # each end can be furniture, the rest is what the page is about.
         edge = min(self.edge_lines, max(1, n // 3))
+        # A line of a paragraph that runs on past the edge is the paragraph's, not
+        # furniture: on a text page a head or footer is a paragraph of its own.
+        first_rank: dict[int, int] = {}
+        last_rank: dict[int, int] = {}
+        for rank, (bi, _, _) in enumerate(lines):
+            first_rank.setdefault(bi, rank)
+            last_rank[bi] = rank
         for rank, (bi, li, line) in enumerate(lines):
             from_end = n - 1 - rank
-            if rank < edge:
+            if rank < edge and last_rank[bi] < edge:
                 out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "top", rank, False))
-            elif from_end < edge:
+            elif from_end < edge and n - 1 - first_rank[bi] < edge:
                 out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "bottom", from_end, False))
             else:
                 out.body_keys.add(line_key(line))

@@ -43,6 +43,8 @@ ACROSS_PAGES = ChangeCode(
 # What ends a paragraph's last line on purpose: a sentence end, a colon (a list follows).
 _ENDS_SENTENCE = frozenset(".!?:;。！？：；…")
 _CLOSING = frozenset("”’」』）)]\"'")
+_OPENS = frozenset("([{“‘「『（【《-–—/")
+_CONTINUES = frozenset(",;:)]}’”」』、，；：）】》")
 _CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
 # Line-final characters that continue a token across the break (see _joiner).
 _GLUE_AFTER = frozenset("–—/")
@@ -259,7 +261,9 @@ def _continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     follows) and its last line is full, as reflow judges a wrapped line (the
     next line's first word would not have fitted); ``nxt`` starts
     mid-sentence: in lower case, or for CJK after a first half that ended
-    on a CJK letter or a comma, with a CJK letter or digit, and not with
+    on a CJK letter or a comma, with a CJK letter, or after a first half
+    that ended on an opening bracket or quote, a hyphen or a dash, or with
+    a closing mark or a comma (no paragraph starts with one); not with
     something that starts a line of its own (a list item, a numbered
     heading). Furniture must be gone: a running head or a page number left
     between the halves is a block of its own, which fails these tests.
@@ -277,7 +281,10 @@ def _continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     if end in _ENDS_SENTENCE or _ends_own_line(head):
         return False
     first = tail[0]
-    if not (first.islower() or (is_cjk(first) and first.isalpha() and (is_cjk(end) or end in "，、,"))):
+    # An opening bracket or quote, a hyphen or a dash cannot end a paragraph: whatever comes next continues it.
+    # Nor does a paragraph start with a closing mark or a comma ("’s bandwidth", ", and").
+    opened = end in _OPENS or first in _CONTINUES
+    if not (opened or first.islower() or (is_cjk(first) and first.isalpha() and (is_cjk(end) or end in "，、,"))):
         return False
     lines = [ln.strip() for ln in head.split("\n")] + [ln.strip() for ln in tail.split("\n")]
     widest = max(display_width(ln) for ln in lines)

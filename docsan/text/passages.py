@@ -38,6 +38,8 @@ _CJK_LETTER = regex.compile(rf"[{CJK_LETTERS}]")
 # clause leaves half a sentence whose meaning has changed.
 _CJK_STOPS = frozenset("。！？；…")
 _LATIN_STOPS = frozenset(".!?")
+# Commas: a paragraph edge right after one is a block the extractor split inside a sentence.
+_CLAUSE_MARKS = frozenset(",，、")
 # Closing quotes and brackets after a stop ("。”", ".)") still end the sentence.
 _CLOSERS = frozenset("”’」』）】》)]\"'")
 # Words a full stop follows without ending the sentence (besides single letters and dotted ones: "U.S.").
@@ -122,9 +124,15 @@ class _Running:
         return len(word) > 1 and "." not in word and word.lower() not in _ABBREVIATIONS
 
     def boundary(self, v: int) -> bool:
-        """Does a sentence (or a paragraph) start at view position v?"""
-        if v <= 0 or v >= self.codes.size or self.owner[v - 1] != self.owner[v]:
+        """Does a sentence (or a paragraph) start at view position v?
+
+        A paragraph edge counts unless it falls right after a comma (a
+        block the extractor split inside a sentence).
+        """
+        if v <= 0 or v >= self.codes.size:
             return True
+        if self.owner[v - 1] != self.owner[v]:
+            return self.owner[v - 1] < 0 or self.owner[v] < 0 or self.text[v - 1] not in _CLAUSE_MARKS
         return self.sentence_end(v)
 
 
