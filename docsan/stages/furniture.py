@@ -163,10 +163,12 @@ class Furniture:
     # If the text also occurs in the page body on at least this share of the
     # pages where it sits at the edge, it is data (a repeated table value).
     data_share: float = Field(0.25, gt=0, le=1)
-    # Documents of up to short_pages pages have too few pages for runs: there
-    # the evidence one page can show counts too (see _short_document); off
-    # leaves short documents to the recurrence rules alone.
+    # Short documents have too few pages for runs: there the evidence one page
+    # can show counts too (see _short_document); off leaves short documents to
+    # the recurrence rules alone.
     short_documents: bool = True
+    # What "short" is: up to five pages, where a run of three pages of the
+    # same head is most of the document or more than it has.
     short_pages: int = Field(5, ge=1, le=20)
 
     def __call__(self, doc: Document) -> StageResult:

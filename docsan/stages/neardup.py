@@ -76,6 +76,8 @@ PASSAGE = ChangeCode(
     ChangeKind.REMOVED,
     "a later exact copy of an earlier passage, cut out of the blocks it runs over, whatever their boundaries",
 )
+# Rounds of the passes at most (see NearDuplicates.__call__).
+_MAX_ROUNDS = 3
 # A paragraph of a block: (page index, block index, paragraph index or None for the whole block).
 _Para = tuple[int, int, int | None]
 
@@ -248,6 +250,23 @@ class NearDuplicates:
     min_span_chars: int = Field(120, ge=32)
 
     def __call__(self, doc: Document) -> StageResult:
+        # A cut passage can leave behind a paragraph that now repeats another whole (the
+        # rest of a block after its copied sentences): another round sees it, so that
+        # cleaning twice changes nothing. Each round removes text, so few are needed.
+        result = self._round(doc)
+        for _ in range(_MAX_ROUNDS - 1):
+            if not result.stats.get("passages_cut"):
+                break
+            again = self._round(result.document)
+            if not again.changes:
+                break
+            stats = dict(result.stats)
+            for key, value in again.stats.items():
+                stats[key] = stats.get(key, 0) + value
+            result = StageResult(again.document, result.changes + again.changes, stats)
+        return result
+
+    def _round(self, doc: Document) -> StageResult:
         passes = []
         sections = find_sections(doc) if self.boilerplate and not doc.is_chat else NO_SECTIONS
         if doc.is_chat and self.messages:
@@ -493,6 +512,12 @@ class NearDuplicates:
                         keep = (i, j, k) in protected or (i, j, None) in protected
                         entries.append(((i, j), block.text[lo:hi], lo, keep))
         passages = find_passages(entries, min_weight=self.min_span_chars, piece_weight=self.min_chars)
+        if self.exempt_headings:
+            # A heading repeated on its own is a heading (as in the paragraph pass); inside a copy it goes with it.
+            heading = {
+                (i, j) for i, p in enumerate(doc.pages) for j, b in enumerate(p.blocks) if b.kind is BlockKind.HEADING
+            }
+            passages = [p for p in passages if not all(key in heading for key, *_ in p.pieces)]
         found.stats["passages_cut"] += len(passages)
         by_block: dict[tuple[int, int], list[Passage]] = defaultdict(list)
         for passage in passages:

@@ -28,7 +28,7 @@ from docsan.geometry import is_row_of_pieces, merge_line_blocks
 from docsan.model import Block, BlockKind, ChangeKind, Document, Source
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
-from docsan.text.paragraphs import SHORT_LINE, is_short_lines
+from docsan.text.paragraphs import SHORT_LINE, is_short_lines, split_paragraphs
 
 REFLOWED = ChangeCode(
     "reflow.reflowed",
@@ -283,13 +283,17 @@ def _continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     first = tail[0]
     # An opening bracket or quote, a hyphen or a dash cannot end a paragraph: whatever comes next continues it.
     # Nor does a paragraph start with a closing mark or a comma ("’s bandwidth", ", and").
-    opened = end in _OPENS or first in _CONTINUES
+    opened = head[-1] in _OPENS or first in _CONTINUES
     if not (opened or first.islower() or (is_cjk(first) and first.isalpha() and (is_cjk(end) or end in "，、,"))):
         return False
-    lines = [ln.strip() for ln in head.split("\n")] + [ln.strip() for ln in tail.split("\n")]
-    widest = max(display_width(ln) for ln in lines)
-    last_line = head.split("\n")[-1].strip()
-    return display_width(last_line) + 1 + display_width(_first_word(tail)) > fit_ratio * widest
+    # The first half's last paragraph must show its column: two lines at least, the last one full. A
+    # single line proves nothing (and a paragraph reflow already joined is one line: joining again
+    # on a second run would not be idempotent).
+    head_lines = [ln.strip() for ln in split_paragraphs(head)[-1].split("\n") if ln.strip()]
+    if len(head_lines) < 2:
+        return False
+    widest = max(display_width(ln) for ln in head_lines + [ln.strip() for ln in tail.split("\n")])
+    return display_width(head_lines[-1]) + 1 + display_width(_first_word(tail)) > fit_ratio * widest
 
 
 def _joiner(last: str, first: str, before_last: str) -> str:

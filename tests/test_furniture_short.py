@@ -1,0 +1,128 @@
+"""Furniture on short documents (2-5 pages): what one page can show, and the rule that fired in the report.
+
+The documents are real PDFs written here with PyMuPDF (A5, body text in 10 pt,
+heads and footers in 8 pt in the page bands) and read back by docsan's extractor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from docsan.config import Config, ExtractConfig
+from docsan.extract import load
+from docsan.stages.furniture import Furniture
+
+WIDTH, HEIGHT = 420, 595
+BODY = (
+    "The knowledge base export writes one file per collection and keeps the metadata of every record with it. "
+    "Operators check the export against the source before the files are handed over to the archive team."
+)
+
+
+def _pdf(
+    path: Path, pages: int, head, footer=None, number=None, *, title_in_body: str | None = None, book: bool = False
+) -> Path:
+    """``head``/``footer``/``number``: a function of the page number (1-based) giving the line, or None.
+
+    ``book``: even pages set their head flush right, as book layouts do.
+    """
+    doc = pymupdf.open()
+    for n in range(1, pages + 1):
+        page = doc.new_page(width=WIDTH, height=HEIGHT)
+        if head:
+            width = pymupdf.get_text_length(head(n), fontname="helv", fontsize=8)
+            x = WIDTH - 42 - width if book and n % 2 == 0 else 42
+            page.insert_text((x, 34), head(n), fontname="helv", fontsize=8)
+        if footer:
+            page.insert_text((42, HEIGHT - 24), footer(n), fontname="helv", fontsize=8)
+        if number:
+            page.insert_text((WIDTH / 2 - 10, HEIGHT - 24), number(n), fontname="helv", fontsize=8)
+        y = 80
+        if title_in_body and n == 1:
+            page.insert_text((42, y), title_in_body, fontname="helv", fontsize=10)
+            y += 30
+        rect = pymupdf.Rect(42, y, WIDTH - 42, HEIGHT - 80)
+        page.insert_textbox(rect, f"Page {n} body. " + BODY * 3, fontname="helv", fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def _removed(path: Path, **options) -> list[tuple[str, int, str]]:
+    doc = load(path, ExtractConfig(ocr="never"))
+    return [(c.code, c.page, c.text.strip()) for c in Furniture(**options)(doc).changes]
+
+
+def test_alternating_heads_on_three_pages_go_even_the_one_printed_once(tmp_path: Path) -> None:
+    heads = {1: "Northwind Data Systems - Annual Report 2023", 0: "Chapter 2 - Knowledge Base Export"}
+    path = _pdf(tmp_path / "a.pdf", 3, lambda n: heads[n % 2], number=lambda n: f"- {n} -", book=True)
+    removed = _removed(path)
+    assert ("furniture.short.alternating_header", 2, "Chapter 2 - Knowledge Base Export") in removed
+    assert {(p, t) for _, p, t in removed} >= {(1, heads[1]), (3, heads[1]), (1, "- 1 -"), (2, "- 2 -")}
+    # Off: the even head printed once stays, the recurrence rules alone cannot see it.
+    assert not any(t == heads[0] for _, _, t in _removed(path, short_documents=False))
+
+
+def test_two_pages_with_different_heads_each_printed_once(tmp_path: Path) -> None:
+    heads = {1: "Northwind Data Systems - Annual Report 2023", 2: "Chapter 2 - Knowledge Base Export"}
+    removed = _removed(_pdf(tmp_path / "b.pdf", 2, lambda n: heads[n]))
+    assert {(code, p) for code, p, _ in removed} == {
+        ("furniture.short.alternating_header", 1),
+        ("furniture.short.alternating_header", 2),
+    }
+
+
+def test_a_head_the_title_page_also_prints_in_its_body(tmp_path: Path) -> None:
+    title = "Northwind Data Systems - Annual Report 2023"
+    path = _pdf(tmp_path / "c.pdf", 2, lambda n: title, title_in_body=title)
+    removed = _removed(path)
+    assert [(code, p) for code, p, t in removed if t == title] == [
+        ("furniture.short.header", 1),
+        ("furniture.short.header", 2),
+    ]
+    doc = Furniture()(load(path, ExtractConfig(ocr="never"))).document
+    assert title in doc.pages[0].text  # the body's copy stays
+
+
+def test_a_single_page_shows_its_own_page_number(tmp_path: Path) -> None:
+    removed = _removed(_pdf(tmp_path / "d.pdf", 1, None, number=lambda n: "1"))
+    assert removed == [("furniture.short.page_number", 1, "1")]
+    removed = _removed(_pdf(tmp_path / "e.pdf", 1, None, number=lambda n: "- 251 -"))
+    assert removed == [("furniture.short.page_number", 1, "- 251 -")]
+    # A bare number that is not the page's own and not set off: a figure, it stays.
+    assert _removed(_pdf(tmp_path / "f.pdf", 1, None, number=lambda n: "251")) == []
+
+
+def test_body_sized_headings_at_the_top_of_two_pages_are_not_heads(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for title in ("1.1 Scope of the export", "1.2 Sources of the export"):
+        page = doc.new_page(width=WIDTH, height=HEIGHT)
+        page.insert_text((42, 34), title, fontname="helv", fontsize=12)
+        page.insert_textbox(pymupdf.Rect(42, 80, WIDTH - 42, HEIGHT - 80), BODY * 3, fontname="helv", fontsize=10)
+    path = tmp_path / "g.pdf"
+    doc.save(path)
+    assert _removed(path) == []
+
+
+def test_the_reason_names_the_rule(tmp_path: Path) -> None:
+    heads = {1: "Northwind Data Systems - Annual Report 2023", 2: "Chapter 2 - Knowledge Base Export"}
+    doc = load(_pdf(tmp_path / "h.pdf", 2, lambda n: heads[n]), ExtractConfig(ocr="never"))
+    (change, _) = Furniture()(doc).changes
+    assert change.reason.startswith("running header (short document:")
+    stats = Furniture()(doc).stats
+    assert stats["short_alternating_headers"] == 2
+
+
+@pytest.mark.parametrize("name", ["ca_warn_report_16p.pdf", "zh_yancheng_bond_prospectus_tables_1p.pdf"])
+def test_the_corpus_negative_guards_keep_their_data(corpus: Path, name: str) -> None:
+    from docsan.api import clean_file
+
+    text = {"ca_warn_report_16p.pdf": "Layoff Permanent"}.get(
+        name, "偿还债务的能力很强，受不利经济环境的影响不大，违约风险很低"
+    )
+    extracted = clean_file(corpus / name, Config(stages=()).with_overrides(extract={"ocr": "never"})).text
+    cleaned = clean_file(corpus / name, Config().with_overrides(extract={"ocr": "never"})).text
+    assert cleaned.count(text) == extracted.count(text) > 0
