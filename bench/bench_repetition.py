@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import tempfile
 import time
@@ -131,6 +132,47 @@ def _guards(corpus: Path, config) -> list[dict]:
     return out
 
 
+def _adversarial(kind: str, n: int, prose: str) -> list[str]:
+    """Paragraphs of about ``n`` characters in all, of one kind of input the passage finder must stay linear on."""
+    rng = random.Random(n)
+    if kind == "prose":
+        text = (prose * (n // len(prose) + 1))[:n]  # the corpus's prose, copied over and over
+    elif kind == "one_char":
+        text = "a" * n
+    elif kind == "two_chars":
+        text = "ab" * (n // 2)
+    elif kind == "few_words":  # short repeats everywhere, no long copy: every anchor is a candidate
+        words = prose.split()[:20]
+        text = " ".join(rng.choice(words) for _ in range(n // 6))[:n]
+    else:
+        raise ValueError(kind)
+    step = 600
+    return [text[i : i + step] for i in range(0, len(text), step)]
+
+
+def scaling(sizes: tuple[int, ...] = (250_000, 500_000, 1_000_000)) -> dict:
+    """Seconds of docsan.text.passages.find_passages per input kind and size, best of 3 (CPU time)."""
+    from docsan.text.passages import find_passages
+
+    prose = " ".join(quality.english_base(corpus_dir())) if corpus_dir() else "lorem ipsum dolor sit amet " * 100
+    out: dict = {}
+    for kind in ("prose", "one_char", "two_chars", "few_words"):
+        row = {}
+        for n in sizes:
+            paragraphs = _adversarial(kind, n, prose)
+            entries = [(k, p, 0, False) for k, p in enumerate(paragraphs)]
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.process_time()
+                find_passages(entries, min_weight=120, piece_weight=40)
+                best = min(best, time.process_time() - t0)
+            row[str(n)] = round(best, 3)
+        values = list(row.values())
+        row["ratio_4x_size"] = round(values[-1] / values[0], 2) if values[0] else None
+        out[kind] = row
+    return out
+
+
 def run(per_size: int = 4, *, log=None) -> dict:
     import docsan
 
@@ -171,6 +213,7 @@ def run(per_size: int = 4, *, log=None) -> dict:
             if log:
                 log(f"repetition: {doc.name} ({laid.page_count} pages)")
     result: dict = {
+        "scaling_cpu_s": scaling(),
         "documents": len(docs),
         "pages": {str(k): v for k, v in sorted(pages_set.items())},
         "chars_squashed": sum(len(squash(d.ideal)) for d in docs),

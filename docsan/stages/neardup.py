@@ -518,7 +518,8 @@ class NearDuplicates:
                 (i, j) for i, p in enumerate(doc.pages) for j, b in enumerate(p.blocks) if b.kind is BlockKind.HEADING
             }
             passages = [p for p in passages if not all(key in heading for key, *_ in p.pieces)]
-        found.stats["passages_cut"] += len(passages)
+        if passages:
+            found.stats["passages_cut"] += len(passages)
         by_block: dict[tuple[int, int], list[Passage]] = defaultdict(list)
         for passage in passages:
             for key, *_ in passage.pieces:

@@ -118,68 +118,87 @@ class Reflow:
         vocab = _Vocabulary(doc) if self.dehyphenate else None
         stats: Counter[str] = Counter()
         changes: list[Change] = []
-        pages = []
         page_groups = [
             merge_line_blocks(page.blocks) if self.merge_line_blocks else [(b, (b,)) for b in page.blocks]
             for page in doc.pages
         ]
-        continued = self._join_pages(doc, page_groups) if self.join_pages and not doc.is_chat else {}
-        for page, groups in zip(doc.pages, page_groups, strict=True):
+        heads = self._join_pages(page_groups) if self.join_pages and not doc.is_chat else {}
+        # Every output block: [page index, block, its source blocks, text, counts, page breaks crossed].
+        out: list[list] = []
+        where: dict[tuple[int, int], int] = {}  # (page index, group index) -> index into out
+        for i, (page, groups) in enumerate(zip(doc.pages, page_groups, strict=True)):
             if doc.is_chat and self.dehyphenate:
                 # A message is reflowed on its own words: what a later message
                 # says must not change how an earlier one reads, or a growing
                 # history would lose the engine's prefix cache at every turn.
                 vocab = _Vocabulary(doc.with_pages([page]))
-            blocks = []
-            for block, sources in groups:
+            for g, (block, sources) in enumerate(groups):
                 counts: Counter[str] = Counter()
-                line_blocks = len(sources) - 1 - continued.get(id(block), 0)
-                if line_blocks:
-                    counts["blocks_merged"] += line_blocks
+                if len(sources) > 1:
+                    counts["blocks_merged"] += len(sources) - 1
+                # Each half is reflowed on its own lines, as it would be without the other.
                 text = self.block_text(block, vocab, counts)
-                if counts or id(block) in continued:
-                    stats["blocks_reflowed"] += 1
-                    stats.update(counts)
-                    details = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()) if v)
-                    before = "\n\n".join(b.text for b in sources)
-                    if id(block) in continued:
-                        stats["pages_joined"] += continued[id(block)]
-                        reason = f"reflow: joined across {continued[id(block)]} page break(s)"
-                        reason += f", {details}" if details else ""
-                        changes.append(ACROSS_PAGES.change(reason, page.number, before, text))
-                    else:
-                        changes.append(REFLOWED.change(f"reflow: {details}", page.number, before, text))
-                    block = block.with_text(text)
-                blocks.append(block)
-            pages.append(page.with_blocks(blocks) if blocks != list(page.blocks) else page)
+                head = heads.get((i, g))
+                if head is None:
+                    where[(i, g)] = len(out)
+                    out.append([i, block, sources, text, counts, 0])
+                    continue
+                entry = out[where[head]]
+                where[(i, g)] = where[head]
+                entry[3] = self._seam(entry[3], text, vocab, counts)
+                entry[2] = entry[2] + sources
+                entry[4].update(counts)
+                entry[5] += 1
+        blocks: list[list[Block]] = [[] for _ in doc.pages]
+        for i, block, sources, text, counts, crossed in out:
+            page = doc.pages[i]
+            if counts or crossed:
+                stats["blocks_reflowed"] += 1
+                stats.update(counts)
+                details = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()) if v)
+                before = "\n\n".join(b.text for b in sources)
+                if crossed:
+                    stats["pages_joined"] += crossed
+                    reason = f"reflow: joined across {crossed} page break(s)" + (f", {details}" if details else "")
+                    changes.append(ACROSS_PAGES.change(reason, page.number, before, text))
+                else:
+                    changes.append(REFLOWED.change(f"reflow: {details}", page.number, before, text))
+                block = block.with_text(text)
+            blocks[i].append(block)
+        pages = [
+            page.with_blocks(new) if new != list(page.blocks) else page
+            for page, new in zip(doc.pages, blocks, strict=True)
+        ]
         return StageResult(document=doc.with_pages(pages), changes=changes, stats=dict(stats))
 
-    def _join_pages(self, doc: Document, page_groups: list[list[tuple[Block, tuple[Block, ...]]]]) -> dict[int, int]:
-        """Join paragraphs that run on over a page break, in ``page_groups`` (changed in place).
+    def _join_pages(
+        self, page_groups: list[list[tuple[Block, tuple[Block, ...]]]]
+    ) -> dict[tuple[int, int], tuple[int, int]]:
+        """Which page's first block continues the previous page's last (see _continues_on_next_page).
 
-        The second half leaves its page and is appended, after a line break,
-        to the first half's block, which reflow then treats like any other
-        (the break is joined like a wrapped line, a hyphen undone). A
-        paragraph over three pages joins twice. Returns, per joined block
-        (by id), how many page breaks it crossed.
+        Returns (page index, group index) of each continuation -> that of the
+        block it continues. A paragraph over three pages: the middle page is
+        all one block, which continues the first page's and is continued by
+        the third page's first.
         """
-        joined: dict[int, int] = {}
-        last: tuple[int, int] | None = None  # (page index, group index) of the last block so far
+        heads: dict[tuple[int, int], tuple[int, int]] = {}
+        last: tuple[int, int] | None = None  # the last block so far
         for i, groups in enumerate(page_groups):
             if not groups:
                 continue
             if last is not None:
-                (prev, prev_sources) = page_groups[last[0]][last[1]]
-                (nxt, nxt_sources) = groups[0]
-                if _continues_on_next_page(prev, nxt, self.fit_ratio):
-                    merged = prev.with_text(prev.text.rstrip() + "\n" + nxt.text.lstrip())
-                    joined[id(merged)] = joined.pop(id(prev), 0) + 1
-                    page_groups[last[0]][last[1]] = (merged, prev_sources + nxt_sources)
-                    del groups[0]
-                    if not groups:
-                        continue  # the whole page was the middle of the paragraph
+                prev = page_groups[last[0]][last[1]][0]
+                if _continues_on_next_page(prev, groups[0][0], self.fit_ratio):
+                    heads[(i, 0)] = last
             last = (i, len(groups) - 1)
-        return joined
+        return heads
+
+    def _seam(self, head: str, tail: str, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
+        """The reflowed halves of a paragraph as one: the first's last paragraph joined to the second's first."""
+        before, _, last = head.rpartition("\n\n")
+        first, _, after = tail.partition("\n\n")
+        joined = self._join_run([last, first], vocab, counts)
+        return "\n\n".join(p for p in (before, joined, after) if p)
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
