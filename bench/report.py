@@ -288,7 +288,52 @@ MICRO_TARGETS = {
     "bench_structure": "furniture and table stages",
     "bench_chat": "chat histories: asked-fact recall and token reduction, recent vs query; cost per request (issue 15)",
     "bench_rank": "BM25 terms: stemming and Chinese segmentation measured before adoption (issue 15)",
+    "bench_repetition": "repetition and furniture left on 1-5-page documents, before and after (issue 16)",
 }
+
+
+def repetition_section(result: dict) -> list[str]:
+    """bench_repetition's result as tables: before and after, by input format and by page count."""
+    header = [
+        "",
+        "repeated text left",
+        "furniture lines left",
+        "facts lost",
+        "legitimate repeats lost",
+        "cut paragraphs left",
+    ]
+
+    def row(label: str, t: dict) -> list[str]:
+        return [
+            label,
+            f"{_pct(t['repeat_left'])} of {_fmt(t['repeat_chars_injected'])} chars",
+            f"{_pct(t['furniture_left'])} of {t['furniture_lines_injected']}",
+            f"{t['facts_lost']} of {t['facts_planted']}",
+            f"{t['legit_lost']} of {t['legit_repeats']}",
+            f"{t['cut_left']} of {t['cut_paragraphs']}",
+        ]
+
+    rows = [
+        row(f"{label}, {kind}", result[label][kind]) for label in ("before", "after") for kind in ("all", "pdf", "txt")
+    ]
+    out = [f"{result['documents']} documents (pages: {result['pages']}), each as a PDF and as a text file.", ""]
+    out += [_table(header, rows), ""]
+    pages = [
+        row(f"{label}, {p} page(s)", t) for label in ("before", "after") for p, t in result[label]["by_pages"].items()
+    ]
+    out += [_table(header, pages), ""]
+    guards = [
+        [f"`{g['file']}`", g["text"], g["extracted"], result["before"]["guards"][k]["cleaned"], g["cleaned"]]
+        for k, g in enumerate(result["after"].get("guards", []))
+    ]
+    if guards:
+        out += [_table(["negative guard", "text", "extracted", "cleaned before", "cleaned after"], guards), ""]
+    scale = [[kind, *(_fmt(v, 3) for v in r.values())] for kind, r in result.get("scaling_cpu_s", {}).items()]
+    if scale:
+        sizes = list(next(iter(result["scaling_cpu_s"].values())))
+        out += ["Passage finder, CPU seconds (best of 3) by input size in characters:", ""]
+        out += [_table(["input", *sizes], scale), ""]
+    return out
 
 
 def _micro_section(micro: dict) -> list[str]:
@@ -306,6 +351,9 @@ def _micro_section(micro: dict) -> list[str]:
             continue
         out.append(f"({_fmt(entry['seconds'], 1)} s)")
         out.append("")
+        if name == "bench_repetition":
+            out += repetition_section(entry["result"])
+            continue
         rows = [[f"`{k}`", _fmt(v, 3) if isinstance(v, float) else _fmt(v)] for k, v in _flatten(entry["result"])]
         out.append(_table(["measure", "value"], rows))
         out.append("")
