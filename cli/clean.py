@@ -11,8 +11,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import ConfigOption, choices, err_console, error_line, fail, get_config
-from docsan.batch import clean_inputs, expand_inputs, render_output
+from docsan.batch import expand_inputs, render_output
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
+from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, clean_files
 from docsan.errors import DocsanError
 from docsan.render import OutputFormat
 
@@ -82,6 +83,21 @@ def clean(
         str | None,
         typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Worker processes for several inputs (default: the usable cores)."),
+    ] = None,
+    document_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--document-timeout",
+            min=1,
+            help=f"Fail a document that takes longer, OCR included (default {DEFAULT_DOCUMENT_TIMEOUT_S:g} s "
+            "with workers).",
+            show_default=False,
+        ),
+    ] = None,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails.")] = False,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
@@ -109,13 +125,17 @@ def clean(
             suffix="\n",  # the final newline written after the text
         )
         inputs = expand_inputs(paths)
-        outcomes = clean_inputs(inputs, config)
+        several = len(inputs) > 1 or any(p.is_dir() for p in paths)
+        # One input runs here (no worker to start), unless it needs a worker for its time limit.
+        workers = jobs if several else 1
+        outcomes = clean_files(
+            inputs, config, jobs=workers, document_timeout=document_timeout, fail_fast=fail_fast, ordered=True
+        )
     except DocsanError as err:
         fail(str(err), 2)
 
     if not inputs:
         fail("no input files found", 2)
-    several = len(inputs) > 1 or any(p.is_dir() for p in paths)
     if several and output is None:
         fail("several inputs need -o DIR to write one output per input", 2)
     if several:
@@ -129,15 +149,23 @@ def clean(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("{task.fields[pages]} pages"),
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
         disable=not (several and err_console.is_terminal),
+        # No refresh thread: worker processes are forked while the bar is up, and a fork must not
+        # copy a thread holding the console's lock. The bar redraws at each finished document.
+        auto_refresh=False,
     )
+    done = pages_done = 0
     with progress:
-        task = progress.add_task("cleaning", total=len(inputs))
+        task = progress.add_task("cleaning", total=len(inputs), pages=0)
         for outcome in outcomes:
-            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1)
+            done += 1
+            pages_done += len(outcome.result.original.pages) if outcome.result is not None else 0
+            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1, pages=pages_done)
+            progress.refresh()
             if outcome.result is None:
                 failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
@@ -160,6 +188,9 @@ def clean(
         report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports
         report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if done < len(inputs):
+        left = len(inputs) - done
+        error_line(f"--fail-fast: stopped at the first failure; {left} of {len(inputs)} inputs not cleaned")
     if failed:
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")
