@@ -14,6 +14,7 @@ from cli.common import ConfigOption, choices, err_console, error_line, fail, get
 from docsan.batch import expand_inputs, render_output
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, clean_files
+from docsan.corpus.dedupe import CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.render import OutputFormat
 
@@ -98,6 +99,21 @@ def clean(
         ),
     ] = None,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails.")] = False,
+    corpus_dedupe: Annotated[
+        bool,
+        typer.Option(
+            "--corpus-dedupe", help="Remove paragraphs an earlier document (of this run or of the index) already has."
+        ),
+    ] = False,
+    index: Annotated[
+        str | None,
+        typer.Option(
+            "--index",
+            help="Corpus index for --corpus-dedupe: a SQLite file or redis://HOST:PORT/DB "
+            "(default: docsan-index.sqlite in the -o folder).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
@@ -113,6 +129,8 @@ def clean(
         extract["ocr"] = "never"
     if budget is None and (query is not None or strategy is not None):
         fail("--query and --strategy need --budget N", 2)
+    if index is not None and not corpus_dedupe:
+        fail("--index needs --corpus-dedupe", 2)
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
@@ -141,6 +159,15 @@ def clean(
     if several:
         assert output is not None
         output.mkdir(parents=True, exist_ok=True)
+    if corpus_dedupe:
+        if index is None and not several:
+            fail("--corpus-dedupe on one input needs --index PATH (the corpus it joins)", 2)
+        location = index if index is not None else str(output / "docsan-index.sqlite")  # type: ignore[operator]
+        try:
+            dedupe = CorpusDedupe.open(location, config)
+        except DocsanError as err:
+            fail(str(err), 2)
+        outcomes = dedupe_outcomes(outcomes, dedupe)
 
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
@@ -172,6 +199,8 @@ def clean(
                 error_line(outcome.error or f"{outcome.source}: failed")
                 continue
             result = outcome.result
+            if corpus_dedupe and result.report.stages[-1].stats.get("duplicate_document"):
+                err_console.print(f"docsan: {outcome.source}: {result.report.notes[-1]}", markup=False)
             text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
             if several:
                 assert output is not None
@@ -184,6 +213,8 @@ def clean(
                 sys.stdout.write(text + "\n")
             reports.append(result.report.to_dict())
 
+    if corpus_dedupe:
+        dedupe.close()
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports

@@ -175,7 +175,8 @@ class NearDuplicates:
             return not self.exempt_tables
         return not (block.kind is BlockKind.HEADING and self.exempt_headings)
 
-    def _shingle(self, text: str) -> Shingled:
+    def shingled(self, text: str) -> Shingled:
+        """``text``'s shingles with this stage's n-gram sizes."""
         return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
 
     def _unit(self, page: int, blocks: list[int], text: str, label: str) -> Unit | None:
@@ -183,7 +184,7 @@ class NearDuplicates:
         # texts too short for either are dropped before shingling.
         if 3 * len(text) < self.min_chars:
             return None
-        return Unit(page, blocks, text, self._shingle(text), label)
+        return Unit(page, blocks, text, self.shingled(text), label)
 
     def _message_units(self, doc: Document) -> list[Unit]:
         units = []
@@ -193,7 +194,7 @@ class NearDuplicates:
                 texts = [page.blocks[j].text for j in idx]
                 unit = self._unit(i, idx, "\n\n".join(texts), f"message {page.number}")
                 if unit is not None:
-                    unit.parts = tuple(self._shingle(t) for t in texts)
+                    unit.parts = tuple(self.shingled(t) for t in texts)
                     units.append(unit)
         return units
 
