@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cli.common import ConfigOption, choices, err_console, error_line, fail, get_config
 from docsan.batch import expand_inputs, render_output
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
-from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, clean_files
+from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.dedupe import CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.render import OutputFormat
@@ -22,6 +22,7 @@ OutputChoice = choices("OutputChoice", OutputFormat)
 TableChoice = choices("TableChoice", TablePolicy)
 StrategyChoice = choices("StrategyChoice", BudgetStrategy)
 OcrChoice = choices("OcrChoice", OcrMode)
+EngineChoice = choices("EngineChoice", Engine)
 TEXT = OutputChoice("text")
 
 
@@ -99,6 +100,16 @@ def clean(
         ),
     ] = None,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails.")] = False,
+    engine: Annotated[
+        EngineChoice | None,
+        typer.Option("--engine", help="local (worker processes, --jobs) or ray (Ray Data tasks on a Ray cluster)."),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address", help="With --engine ray: the cluster to join (auto, ray://HOST:10001; default: start one)."
+        ),
+    ] = None,
     corpus_dedupe: Annotated[
         bool,
         typer.Option(
@@ -131,6 +142,11 @@ def clean(
         fail("--query and --strategy need --budget N", 2)
     if index is not None and not corpus_dedupe:
         fail("--index needs --corpus-dedupe", 2)
+    use_ray = engine is not None and engine.value == "ray"
+    if ray_address is not None and not use_ray:
+        fail("--ray-address needs --engine ray", 2)
+    if use_ray and jobs is not None:
+        fail("--jobs is for --engine local; Ray uses the cluster's CPUs", 2)
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
@@ -146,9 +162,14 @@ def clean(
         several = len(inputs) > 1 or any(p.is_dir() for p in paths)
         # One input runs here (no worker to start), unless it needs a worker for its time limit.
         workers = jobs if several else 1
-        outcomes = clean_files(
-            inputs, config, jobs=workers, document_timeout=document_timeout, fail_fast=fail_fast, ordered=True
-        )
+        if use_ray:
+            from docsan.corpus.ray_engine import clean_files_ray
+
+            outcomes = clean_files_ray(inputs, config, address=ray_address, document_timeout=document_timeout)
+        else:
+            outcomes = clean_files(
+                inputs, config, jobs=workers, document_timeout=document_timeout, fail_fast=fail_fast, ordered=True
+            )
     except DocsanError as err:
         fail(str(err), 2)
 
@@ -197,6 +218,8 @@ def clean(
                 failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
                 error_line(outcome.error or f"{outcome.source}: failed")
+                if fail_fast:
+                    break
                 continue
             result = outcome.result
             if corpus_dedupe and result.report.stages[-1].stats.get("duplicate_document"):
