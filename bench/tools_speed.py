@@ -110,6 +110,8 @@ class Tool:
     docsan_ocr: str | None = None
     slow: bool = False
     cwd: Path = ROOT
+    # Worker processes for docsan (--jobs): 1 compares one process with the other tools' one process.
+    jobs: int | None = 1
 
     def argv(self, files: list[Path], workdir: Path) -> list[str]:
         if self.docsan_ocr is None:
@@ -117,6 +119,7 @@ class Tool:
         cfg = write_docsan_config(workdir / f"{self.name}.toml")
         out = workdir / f"{self.name}-out"
         flags = ["--no-ocr"] if self.docsan_ocr == "never" else []
+        flags += ["--jobs", str(self.jobs)] if self.jobs is not None else []
         report = workdir / f"{self.name}-report.json"
         return [str(self.python), "-m", "cli", "clean", *flags, "--config", str(cfg), "-o", str(out),
                 "--report", str(report), *map(str, files)]  # fmt: skip
@@ -200,6 +203,8 @@ class Measurement:
     returncode: int
     stdout: str
     stderr: str
+    # User + system CPU of the process and the children it waited for (docsan's --jobs workers).
+    cpu_s: float = 0.0
 
 
 def measure(argv: list[str], *, cwd: Path, timeout_s: float) -> Measurement:
@@ -230,6 +235,7 @@ def measure(argv: list[str], *, cwd: Path, timeout_s: float) -> Measurement:
             returncode=proc.returncode,
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
+            cpu_s=usage.ru_utime + usage.ru_stime,
         )
 
 
