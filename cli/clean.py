@@ -14,7 +14,7 @@ from cli.common import ConfigOption, choices, err_console, error_line, fail, get
 from docsan.batch import expand_inputs, render_output
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
-from docsan.corpus.dedupe import CorpusDedupe, dedupe_outcomes
+from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.render import OutputFormat
 
@@ -222,8 +222,8 @@ def clean(
                     break
                 continue
             result = outcome.result
-            if corpus_dedupe and result.report.stages[-1].stats.get("duplicate_document"):
-                err_console.print(f"docsan: {outcome.source}: {result.report.notes[-1]}", markup=False)
+            for finding in result.report.with_code(DUPLICATE_DOCUMENT):
+                err_console.print(f"docsan: {outcome.source}: {finding.reason}", markup=False, highlight=False)
             text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
             if several:
                 assert output is not None

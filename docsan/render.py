@@ -86,11 +86,7 @@ def render_block(block: Block, *, markdown: bool = False, table_html: bool = Fal
 
 def render_text(doc: Document, *, markdown: bool = False, table_html: bool = False) -> str:
     """Blocks separated by blank lines; pages too (a page break is just a paragraph break)."""
-    parts = [
-        render_block(b, markdown=markdown, table_html=table_html)
-        for _, b in doc.blocks()
-        if b.kind is not BlockKind.FURNITURE
-    ]
+    parts = [render_block(b, markdown=markdown, table_html=table_html) for _, b in doc.blocks()]
     return "\n\n".join(p for p in parts if p.strip())
 
 

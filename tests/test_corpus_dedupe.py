@@ -64,14 +64,21 @@ def _stage(report: dict) -> dict:
     return stage
 
 
+def _removed(report: dict) -> list[dict]:
+    return [c for c in _stage(report)["changes"] if c["code"] == "corpus_dedupe.paragraph"]
+
+
+def _findings(report: dict) -> list[dict]:
+    return [c for c in _stage(report)["changes"] if c["code"] == "corpus_dedupe.duplicate_document"]
+
+
 def test_paragraphs_of_an_earlier_document_go_named_by_document_and_page(inputs: Path, tmp_path: Path) -> None:
     out, report = tmp_path / "out", tmp_path / "report.json"
     code, stderr = _run([str(inputs), "-o", str(out), "--report", str(report), "--corpus-dedupe"])
     assert code == 0, stderr
     reports = _reports(report)
     assert _stage(reports["a.pdf"])["changes"] == []  # the first document keeps everything
-    b = _stage(reports["b.txt"])
-    reasons = sorted(c["reason"] for c in b["changes"])
+    reasons = sorted(c["reason"] for c in _removed(reports["b.txt"]))
     assert len(reasons) == 2
     assert reasons[0].startswith(f"paragraph exact duplicate of {inputs / 'a.pdf'} page ")
     assert reasons[1].startswith("paragraph near-duplicate (Jaccard 0.")
@@ -101,8 +108,10 @@ def test_a_rerun_on_the_same_index_finds_duplicate_documents_and_writes_the_same
     for name, second in runs[1][1].items():
         stage = _stage(second)
         assert stage["stats"]["duplicate_document"] == 1
-        assert any(n.startswith("duplicate document: the same bytes as") for n in second["notes"])
-        assert stage["changes"] == _stage(runs[0][1][name])["changes"]
+        (finding,) = _findings(second)
+        assert finding["kind"] == "finding" and finding["reason"].startswith("duplicate document: the same bytes as")
+        assert _removed(second) == _removed(runs[0][1][name])
+        assert not _findings(runs[0][1][name])
     assert "duplicate document" in runs[1][2]
 
 
@@ -113,7 +122,8 @@ def test_the_same_file_under_another_name_is_a_duplicate_document(inputs: Path, 
     assert code == 0
     copy = _reports(report)["z-copy.pdf"]
     assert _stage(copy)["stats"]["duplicate_document"] == 1
-    assert _stage(copy)["changes"] == []  # compared only with what came before a.pdf: nothing
+    assert _findings(copy)[0]["text"] == str(inputs / "a.pdf")
+    assert _removed(copy) == []  # compared only with what came before a.pdf: nothing
     assert (tmp_path / "out" / "z-copy.pdf.txt").read_bytes() == (tmp_path / "out" / "a.pdf.txt").read_bytes()
 
 

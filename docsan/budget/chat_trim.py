@@ -30,14 +30,13 @@ from docsan.budget.tokenizer import Tokenizer
 from docsan.budget.truncate import fit_document
 from docsan.config import BudgetStrategy
 from docsan.errors import ConfigError
-from docsan.model import Document, DocumentKind, Page, Source
+from docsan.model import ChangeKind, Document, DocumentKind, Page, Source
 from docsan.render import render_messages
-from docsan.report import Change, StageResult
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.paragraphs import paragraphs_to_blocks
 
 CountMessages = Callable[[list[dict[str, str]]], int]
 
-STAGE = "budget"
 # Per-message template tokens: ChatML spends 5 (<|im_start|>, role, "\n",
 # <|im_end|>, "\n"), Llama 3 spends 4, DeepSeek 1-2 (<｜User｜>,
 # <｜Assistant｜>, <｜end▁of▁sentence｜>). 5 covers all three.
@@ -45,7 +44,12 @@ MESSAGE_OVERHEAD = 5
 # The assistant header that opens the answer (ChatML "<|im_start|>assistant\n": 3) plus BOS.
 REPLY_OVERHEAD = 4
 ALWAYS_KEPT_ROLES = frozenset({"system", "developer"})
-DROPPED_TURN = "dropped: oldest turn over budget"
+DROPPED_TURN = ChangeCode(
+    "budget.dropped_turn", ChangeKind.REMOVED, "a block of an old turn (question and answer) left out to fit"
+)
+MESSAGE_EMPTIED = ChangeCode(
+    "budget.message_emptied", ChangeKind.REMOVED, "a block of a kept message whose content did not fit at all"
+)
 
 
 def count_messages_default(tokenizer: Tokenizer, overhead: int = MESSAGE_OVERHEAD) -> CountMessages:
@@ -116,7 +120,11 @@ def fit_chat(
             lo = mid + 1
     for turn in groups[:lo]:
         for i in turn:
-            changes.extend(Change(STAGE, DROPPED_TURN, pages[i].number, b.text) for b in pages[i].blocks if b.text)
+            changes.extend(
+                DROPPED_TURN.change("dropped: oldest turn over budget", pages[i].number, b.text)
+                for b in pages[i].blocks
+                if b.text
+            )
     kept_turns = groups[lo:]
 
     kept = sorted(system + [i for t in kept_turns for i in t])
@@ -172,7 +180,8 @@ def _cut_largest(
 
 
 def _emptied(page: Page) -> list[Change]:
-    return [Change(STAGE, "dropped: over budget (message emptied)", page.number, b.text) for b in page.blocks if b.text]
+    reason = "dropped: over budget (message emptied)"
+    return [MESSAGE_EMPTIED.change(reason, page.number, b.text) for b in page.blocks if b.text]
 
 
 def fit_messages(

@@ -77,6 +77,7 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Stage names in run order (docs/pipeline.md gives the reasons for the default order).
     stages: tuple[str, ...] = DEFAULT_STAGES
     extract: ExtractConfig = ExtractConfig()
     # Per-stage options, keyed by stage name; validated by the stage.

@@ -9,11 +9,12 @@ persistent :mod:`index <docsan.corpus.index>` of every paragraph kept so far:
 * the units, signatures, thresholds, exemptions (tables, headings, short
   lines) and the verification (exact Jaccard, nothing new, numbers) are the
   neardup stage's own, through its methods, with its configured options;
-* each removal is a :class:`~docsan.report.Change` of stage
-  ``corpus_dedupe`` naming the document and page it duplicates;
+* each removal is a change ``corpus_dedupe.paragraph`` naming the document
+  and page it duplicates;
 * a document whose bytes are already in the index (the same file ingested
-  again, under any name) is reported as a duplicate document (a report note
-  and ``duplicate_document`` in the stage's counters) and is compared only
+  again, under any name) is reported as a duplicate document (a finding,
+  ``corpus_dedupe.duplicate_document``, naming the earlier one, and
+  ``duplicate_document`` in the stage's counters) and is compared only
   with the paragraphs indexed before its first ingestion: it comes out as
   it did the first time, not emptied by its own earlier copy.
 """
@@ -24,7 +25,7 @@ import hashlib
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import xxhash
@@ -32,14 +33,21 @@ import xxhash
 from docsan.batch import Outcome
 from docsan.config import Config
 from docsan.corpus.index import Index, IndexedParagraph, NewParagraph, open_index
+from docsan.model import Change, ChangeKind
 from docsan.pipeline import CleanResult
-from docsan.report import Change, Report, StageReport
+from docsan.report import ChangeCode, StageReport
 from docsan.stages import build_stage
 from docsan.stages.neardup import NearDuplicates, Unit, quote
 from docsan.text.minhash import band_keys
 from docsan.text.shingles import Shingled
 
 STAGE = "corpus_dedupe"
+PARAGRAPH = ChangeCode(
+    "corpus_dedupe.paragraph", ChangeKind.REMOVED, "a paragraph an earlier document of the corpus already holds"
+)
+DUPLICATE_DOCUMENT = ChangeCode(
+    "corpus_dedupe.duplicate_document", ChangeKind.FINDING, "the same bytes as a document already in the corpus index"
+)
 
 
 def document_digest(path: Path) -> str:
@@ -107,32 +115,24 @@ class CorpusDedupe:
                 kept.append(NewParagraph(key, keys, unit.label, unit.text))
                 continue
             nd.mark(unit, doc, removed, cut)
-            changes.append(
-                Change(
-                    STAGE,
-                    f"paragraph {nd.describe(score)} of {best.document} {best.label}",
-                    doc.pages[unit.page].number,
-                    unit.text,
-                    duplicate_of=quote(best.text),
-                )
-            )
+            reason = f"paragraph {nd.describe(score)} of {best.document} {best.label}"
+            page = doc.pages[unit.page].number
+            changes.append(PARAGRAPH.change(reason, page, unit.text, duplicate_of=quote(best.text)))
             stats["paragraphs_removed"] += 1
             stats["chars_removed"] += len(unit.text)
         cleaned = nd.remove(doc, removed, cut)
-        notes = list(result.report.notes)
         if prior is not None:
             stats["duplicate_document"] = 1
-            notes.append(
+            reason = (
                 f"duplicate document: the same bytes as {prior.name}, already in the corpus index "
                 f"{self.index.location}; compared only with the documents indexed before it"
             )
+            changes.insert(0, DUPLICATE_DOCUMENT.change(reason, 1, prior.name))
         else:
             self.index.add(digest, doc.name, kept)
             stats["paragraphs_indexed"] = len(kept)
-        report = Report(result.report.source, notes, list(result.report.stages))
-        report.stages.append(
-            StageReport(STAGE, len(doc.text), len(cleaned.text), time.perf_counter() - t0, dict(stats), changes)
-        )
+        stage = StageReport(STAGE, len(doc.text), len(cleaned.text), time.perf_counter() - t0, dict(stats), changes)
+        report = replace(result.report, stages=[*result.report.stages, stage])
         return CleanResult(result.original, cleaned, report)
 
     def _match(

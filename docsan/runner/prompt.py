@@ -62,16 +62,6 @@ class ChatTokenizer:
         """Tokens of plain text, without special tokens."""
         return len(self._tok(text, add_special_tokens=False)["input_ids"])
 
-    def count_batch(self, texts: list[str]) -> list[int]:
-        if not texts:
-            return []
-        return [len(ids) for ids in self._tok(texts, add_special_tokens=False)["input_ids"]]
-
-    def head(self, text: str, n_tokens: int) -> str:
-        """The first ``n_tokens`` tokens of ``text``, decoded."""
-        ids = self._tok(text, add_special_tokens=False)["input_ids"][: max(0, n_tokens)]
-        return str(self._tok.decode(ids))
-
 
 @lru_cache(maxsize=4)
 def _load(model_dir: str) -> ChatTokenizer:

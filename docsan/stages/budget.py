@@ -33,8 +33,9 @@ class Budget:
     # None = the default DeepSeek-V4 tokenizer; set it to the served model's.
     tokenizer: str | None = None
     # The count is taken on the text as it will be rendered: the CLI sets
-    # these to match --format markdown and the tables stage's html policy.
+    # this to match --format markdown.
     markdown: bool = False
+    # Likewise for the tables stage's html policy (spanned tables rendered as HTML).
     table_html: bool = False
     # Text written after the document and counted with it: the CLI ends its
     # output with a newline, and the file as written is what must fit.

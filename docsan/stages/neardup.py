@@ -31,14 +31,15 @@ with MinHash-LSH and removes every later copy, keeping the first.
 The cross-document stage (:mod:`docsan.corpus.dedupe`) uses this stage's
 units, signatures, verification and removal through its public methods
 (:meth:`NearDuplicates.units`, :meth:`~NearDuplicates.signatures`,
-:meth:`~NearDuplicates.verify`, :meth:`~NearDuplicates.remove`), so the two
-share thresholds, exemptions and the decision itself.
+:meth:`~NearDuplicates.verify`, :meth:`~NearDuplicates.mark`,
+:meth:`~NearDuplicates.remove`), so the two share thresholds, exemptions and
+the decision itself.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import ClassVar
 
@@ -48,8 +49,8 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.geometry import continues_paragraph, right_edges
-from docsan.model import Block, BlockKind, Document
-from docsan.report import Change, StageResult
+from docsan.model import Block, BlockKind, ChangeKind, Document
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.banding import BandIndex
 from docsan.text.minhash import lsh_params, signatures
 from docsan.text.paragraphs import split_paragraphs
@@ -59,6 +60,12 @@ from docsan.text.shingles import Shingled, shingle
 # would bury the report.
 _QUOTE_CHARS = 200
 _NUMBER = regex.compile(r"\p{Nd}+")
+
+# By scale: a paragraph, or (chat histories) a whole message.
+DUPLICATE = {
+    scale: ChangeCode(f"neardup.{scale}", ChangeKind.REMOVED, f"a {scale} that repeats a kept one (exact or near copy)")
+    for scale in ("paragraph", "message")
+}
 
 
 @dataclass(slots=True)
@@ -74,6 +81,16 @@ class Unit:
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
     parts: tuple[Shingled, ...] = ()
+
+
+@dataclass(slots=True)
+class _Pass:
+    """What one comparison pass (messages, or paragraphs) found."""
+
+    removed: set[tuple[int, int]] = field(default_factory=set)  # whole blocks, (page index, block index)
+    cut: dict[tuple[int, int], set[int]] = field(default_factory=lambda: defaultdict(set))  # block -> paragraphs
+    changes: list[Change] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
 def quote(text: str) -> str:
@@ -121,8 +138,9 @@ class NearDuplicates:
     # repeated paragraph.
     min_chars: int = Field(40, ge=1)
     # Headings repeat legitimately (chapter titles in a running head, "Notes"
-    # in every section); tables are the tables stage's business.
+    # in every section).
     exempt_headings: bool = True
+    # Tables are the tables stage's business: a rating legitimately repeated in four rows stays four times.
     exempt_tables: bool = True
     # Treat consecutive single-line PDF blocks that reflow would rejoin as one
     # paragraph (docsan.geometry.continues_paragraph); off compares each block on its own.
@@ -138,13 +156,19 @@ class NearDuplicates:
     messages: bool = True
 
     def __call__(self, doc: Document) -> StageResult:
-        changes: list[Change] = []
-        stats: dict[str, int | float] = defaultdict(int)
-        removed: set[tuple[int, int]] = set()
-        cut: dict[tuple[int, int], set[int]] = defaultdict(set)  # block -> removed paragraph indices
+        passes = []
         if doc.is_chat and self.messages:
-            self._dedupe(self._message_units(doc), doc, removed, cut, changes, stats, "message")
-        self._dedupe(self._paragraph_units(doc, removed), doc, removed, cut, changes, stats, "paragraph")
+            passes.append(self._dedupe(self._message_units(doc), doc, "message"))
+        removed = {key for p in passes for key in p.removed}
+        passes.append(self._dedupe(self._paragraph_units(doc, removed), doc, "paragraph"))
+        removed |= passes[-1].removed
+        # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
+        cut = passes[-1].cut
+        changes = [c for p in passes for c in p.changes]
+        stats: dict[str, int | float] = defaultdict(int)
+        for p in passes:
+            for key, value in p.stats.items():
+                stats[key] += value
         return StageResult(self.remove(doc, removed, cut), changes, dict(stats))
 
     def remove(self, doc: Document, removed: set[tuple[int, int]], cut: dict[tuple[int, int], set[int]]) -> Document:
@@ -169,7 +193,7 @@ class NearDuplicates:
     # -- units --------------------------------------------------------------------------------------
 
     def _eligible(self, block: Block) -> bool:
-        if block.kind is BlockKind.FURNITURE or not block.text.strip():
+        if not block.text.strip():
             return False
         if block.kind is BlockKind.TABLE:
             return not self.exempt_tables
@@ -268,16 +292,10 @@ class NearDuplicates:
             removed.add((unit.page, j))  # every paragraph went: the block goes
             del cut[(unit.page, j)]
 
-    def _dedupe(
-        self,
-        units: list[Unit],
-        doc: Document,
-        removed: set[tuple[int, int]],
-        cut: dict[tuple[int, int], set[int]],
-        changes: list[Change],
-        stats: dict,
-        scale: str,
-    ) -> None:
+    def _dedupe(self, units: list[Unit], doc: Document, scale: str) -> _Pass:
+        """Every unit that duplicates an earlier kept one, compared in document order."""
+        found = _Pass()
+        removed, cut, stats = found.removed, found.cut, found.stats
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         row, matrix = self.signatures(units)
@@ -285,7 +303,9 @@ class NearDuplicates:
         kept_rows: dict[int, Unit] = {}  # signature row -> kept unit
         exact: dict[str, Unit] = {}
         for unit in units:
-            best, score = self._match(unit, row.get(id(unit)), index, kept_rows, exact, stats)
+            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
+            if verified:
+                stats["candidates_verified"] += verified
             if best is None:
                 exact.setdefault(unit.sh.normalized, unit)
                 if id(unit) in row:
@@ -293,17 +313,12 @@ class NearDuplicates:
                     index.insert(row[id(unit)])
                 continue
             self.mark(unit, doc, removed, cut)
-            changes.append(
-                Change(
-                    self.name,
-                    f"{scale} {self.describe(score)} of {best.label}",
-                    doc.pages[unit.page].number,
-                    unit.text,
-                    duplicate_of=quote(best.text),
-                )
-            )
+            reason = f"{scale} {self.describe(score)} of {best.label}"
+            page = doc.pages[unit.page].number
+            found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=quote(best.text)))
             stats[f"{scale}s_removed"] += 1
             stats["chars_removed"] += len(unit.text)
+        return found
 
     def _nothing_new(self, unit: Unit, earlier: Shingled) -> bool:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
@@ -321,18 +336,17 @@ class NearDuplicates:
         index: BandIndex,
         kept: dict[int, Unit],
         exact: dict[str, Unit],
-        stats: dict,
-    ) -> tuple[Unit | None, float]:
-        """The kept unit this one duplicates best (and the similarity), or (None, 0)."""
+    ) -> tuple[Unit | None, float, int]:
+        """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
         if same is not None:
-            return same, 1.0
+            return same, 1.0, 0
         if sig_row is None:  # too short for n-grams: exact match only
-            return None, 0.0
+            return None, 0.0, 0
         best, best_score = None, 0.0
-        for key in sorted(index.query(sig_row)):
-            stats["candidates_verified"] += 1
+        candidates = sorted(index.query(sig_row))
+        for key in candidates:
             score = self.verify(unit, kept[key].sh)
             if score > best_score:
                 best, best_score = kept[key], score
-        return best, best_score
+        return best, best_score, len(candidates)
