@@ -78,6 +78,24 @@ def test_clean_dataset_turns_binary_rows_into_text_and_report_rows(local_ray: No
     assert bad["text"] is None and bad["error"] == f"{bad['path']}: not a PDF or damaged beyond repair"
 
 
+def test_a_uri_input_is_read_by_the_task_and_reported_under_its_uri(
+    local_ray: None, corpus: Path, tmp_path: Path
+) -> None:
+    # file:// goes through pyarrow.fs as s3:// or gs:// do; the CLI's Path turns "file:///x" into "file:/x".
+    good, bad = corpus / "zh_lab_report_table_1p.pdf", tmp_path / "missing.pdf"
+    out = tmp_path / "out"
+    args = ["clean", "--no-ocr", f"file://{good}", f"file://{bad}", "--engine", "ray", "-o", str(out)]
+    result = CliRunner().invoke(app, [*args, "--report", str(tmp_path / "r.json")])
+    assert result.exit_code == 1
+    assert f"file://{bad}: cannot read from the object store" in result.stderr
+    (report,) = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["source"] == f"file://{good}"
+    expected = clean_input(good, NO_OCR)
+    assert expected.result is not None
+    (written,) = out.iterdir()
+    assert written.read_text(encoding="utf-8") == render_output(expected.result) + "\n"
+
+
 def test_without_ray_the_flag_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, fixtures_dir: Path) -> None:
     import builtins
 

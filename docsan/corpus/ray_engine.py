@@ -9,9 +9,9 @@ of any size gives byte for byte what ``--jobs 1`` gives.
 
 * Where the inputs are: a local path must be readable at the same path on
   the node that runs its task (one machine, or a shared filesystem); an
-  object-store URI (``s3://…``, ``gs://…``, ``abfs://…``: anything
-  ``pyarrow.fs`` opens, with the credentials the nodes already have) is read
-  by the task itself and cleaned under its URI.
+  object-store URI (``s3://…``, ``gs://…``, ``abfs://…``, ``file://…``:
+  anything ``pyarrow.fs`` opens, with the credentials the nodes already have)
+  is read by the task itself and cleaned under its URI.
 * Each task runs its document in a forked child under the same
   ``--document-timeout`` as ``--jobs`` (:func:`docsan.corpus.pool.clean_files`),
   so a document that hangs fails alone there too.
@@ -42,8 +42,19 @@ from docsan.errors import ConfigError
 from docsan.pipeline import CleanResult
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'docsan[ray]'"
-# What makes an input an object-store URI rather than a local path.
-_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://", "abfss://", "hdfs://", "http://", "https://")
+# What makes an input an object-store URI rather than a local path (file:// too: a URI read through pyarrow.fs).
+_SCHEMES = ("s3://", "gs://", "gcs://", "abfs://", "abfss://", "hdfs://", "file://")
+
+
+def as_uri(source: str | Path) -> str:
+    """``source`` as given: a ``pathlib.Path`` made of ``s3://b/k`` reads ``s3:/b/k``, which is put back."""
+    text = str(source)
+    for scheme in _SCHEMES:
+        if text.startswith(scheme[:-1]) and not text.startswith(scheme):
+            # file:///abs (no host) kept its path's slash: file:/abs; s3://bucket/key lost one: s3:/bucket/key.
+            rest = text[len(scheme) - 2 :] if scheme == "file://" else text[len(scheme) - 1 :]
+            return scheme + rest
+    return text
 
 
 def _ray() -> Any:
@@ -120,7 +131,7 @@ def clean_files_ray(
 ) -> Iterator[Outcome]:
     """Clean ``paths`` as Ray Data tasks; outcomes in input order, equal to :func:`docsan.batch.clean_input`'s."""
     config = config or Config()
-    sources = [str(p) for p in paths]
+    sources = [as_uri(p) for p in paths]
     ray = _ray()
     from docsan.pipeline import Pipeline
 
