@@ -10,8 +10,9 @@ Run: python bench/bench_corpus.py [--sizes 1000,10000,100000] [--redis URL]  (pr
   the cross-document stage looks them up (exact keys, band candidates, the
   candidates' records). Reported per store: index bytes, insert paragraphs/s
   (the store alone: signatures are computed before the clock starts) and
-  lookup milliseconds per 100-paragraph document. SQLite always; Redis when
-  ``--redis`` names a server (``bench/run_all.py`` starts none), also
+  lookup milliseconds per 100-paragraph document. SQLite always; Redis on
+  the server ``--redis`` names, or (``run()``, as ``bench/run_all.py`` calls
+  it) on a redis-server this module starts on a free loopback port; also
   unpipelined, one command per key, the way datasketch's Redis storage writes.
 * ``signatures_per_s``: shingling + MinHash + band keys of the same paragraphs.
 * ``corpus``: the shared corpus (``--no-ocr``, sorted) cleaned with and
@@ -25,6 +26,9 @@ import argparse
 import json
 import os
 import random
+import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -208,6 +212,38 @@ def corpus_tokens() -> dict:
         "paragraphs_removed": removed,
         "seconds_with_dedupe": round(seconds, 2),
     }
+
+
+def _redis_server() -> tuple[subprocess.Popen, str] | None:
+    """A throw-away redis-server on a free loopback port, or None without one installed."""
+    server = shutil.which("redis-server")
+    if server is None:
+        return None
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    return None
+
+
+def run(sizes: tuple[int, ...] = (1000, 10_000, 100_000)) -> dict:
+    started = _redis_server()
+    try:
+        result = {"growth": growth(list(sizes), started[1] if started else None), "corpus": corpus_tokens()}
+    finally:
+        if started is not None:
+            started[0].terminate()
+            started[0].wait(timeout=10)
+    return {**result, "load_avg": round(os.getloadavg()[0], 2)}
 
 
 def main() -> None:

@@ -286,6 +286,8 @@ MICRO_TARGETS = {
     "bench_extract": "extraction cost against plain PyMuPDF (issue 2)",
     "bench_engine": "embedded vLLM engine: start time and tokens/s (issue 5)",
     "bench_structure": "furniture and table stages",
+    "bench_corpus": "cross-document dedup: index size, insert, lookup at 1k-100k paragraphs; tokens removed (issue 13)",
+    "bench_perf": "docsan --jobs 1 and --jobs (every core) against the floor, wall and CPU (issues 6, 13)",
 }
 
 
