@@ -46,13 +46,25 @@ def test_a_document_past_its_time_limit_fails_alone(stuck_input: Path, fixtures_
     assert outcomes[1].ok  # the replacement worker cleaned it
 
 
+def _leads_its_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
 def _kill_the_worker(stop: threading.Event) -> None:
-    """SIGKILL this test's worker process once it exists (it is then blocked on the pipe, or about to be)."""
+    """SIGKILL this test's worker process once it exists (it is then blocked on the pipe, or about to be).
+
+    A worker leads its own process group; other children of the test process
+    (a session's redis-server) do not, and are left alone.
+    """
+    me = psutil.Process()
     while not stop.is_set():
-        children = psutil.Process().children()
-        if children:
+        workers = [c for c in me.children() if _leads_its_group(c.pid)]
+        if workers:
             stop.wait(1.0)
-            os.kill(children[0].pid, signal.SIGKILL)
+            os.kill(workers[0].pid, signal.SIGKILL)
             return
         stop.wait(0.05)
 
@@ -63,7 +75,7 @@ def test_a_worker_that_dies_fails_its_document_and_the_batch_goes_on(stuck_input
     killer = threading.Thread(target=_kill_the_worker, args=(stop,), daemon=True)
     killer.start()
     try:
-        outcomes = list(clean_files([stuck_input, good], NO_OCR, jobs=1, document_timeout=120, ordered=True))
+        outcomes = list(clean_files([stuck_input, good], NO_OCR, jobs=1, document_timeout=60, ordered=True))
     finally:
         stop.set()
     assert outcomes[0].error == f"{stuck_input}: worker died (killed by SIGKILL)"
