@@ -15,7 +15,7 @@ Typical use::
 The library never imports the command-line front end (``cli``).
 """
 
-from docsan.api import clean_document, clean_file, clean_text
+from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.corpus import clean_files
 from docsan.errors import ConfigError, DocsanError, InputError
@@ -32,6 +32,8 @@ __all__ = [
     "Cell",
     "Change",
     "ChangeKind",
+    "ChatCleaner",
+    "ChatResult",
     "CleanResult",
     "Config",
     "ConfigError",
@@ -46,6 +48,7 @@ __all__ = [
     "Source",
     "StageResult",
     "Table",
+    "clean_chat",
     "clean_document",
     "clean_file",
     "clean_files",
