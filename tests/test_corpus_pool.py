@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from docsan.batch import render_output
 from docsan.config import Config
 from docsan.corpus import clean_files
 
@@ -106,3 +107,19 @@ def test_cli_jobs_write_the_same_files_reports_and_exit_code(corpus: Path, tmp_p
         runs[jobs] = (result.exit_code, result.stderr, outputs, reports)
     assert runs["1"] == runs["2"]
     assert runs["1"][0] == 1 and "broken_not_a_pdf.pdf: not a PDF" in runs["1"][1]
+
+
+def test_workers_past_their_memory_limit_are_replaced_and_every_document_still_comes(
+    corpus: Path, fixtures_dir: Path
+) -> None:
+    # A limit of 1 MB retires the worker after every document: each next document goes to a fresh fork.
+    files = [
+        corpus / "epa_spanning_cells.pdf",
+        fixtures_dir / "noisy_upload.txt",
+        corpus / "zh_lab_report_table_1p.pdf",
+    ]
+    files += [fixtures_dir / "chat_history.json", corpus / "broken_not_a_pdf.pdf"]
+    recycled = list(clean_files(files, NO_OCR, jobs=2, ordered=True, max_worker_rss_mb=1))
+    kept = list(clean_files(files, NO_OCR, jobs=2, ordered=True, max_worker_rss_mb=None))
+    assert [o.error or render_output(o.result) for o in recycled] == [o.error or render_output(o.result) for o in kept]
+    assert [o.ok for o in recycled] == [True, True, True, True, False]

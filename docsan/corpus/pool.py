@@ -34,6 +34,10 @@ from docsan.pipeline import Pipeline
 
 # Generous: a 2,000-page PDF with OCR on a busy machine still finishes; only a hang does not.
 DEFAULT_DOCUMENT_TIMEOUT_S = 600.0
+# A worker whose peak resident memory passed this after a document is replaced by a fresh fork:
+# CPython and glibc keep freed memory, so one OCR'd scan (600 MB measured on the corpus) would
+# otherwise stay on that worker's bill for the rest of the run.
+DEFAULT_WORKER_MAX_RSS_MB = 400.0
 
 
 def usable_cores() -> int:
@@ -44,8 +48,18 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _worker(conn: Connection, config: Config, pipeline: Pipeline | None) -> None:
-    """Clean each path received until ``None`` arrives; the reply is the document's :class:`Outcome`."""
+def _peak_rss_mb() -> float:
+    import resource
+
+    # ru_maxrss is in KiB on Linux (bytes on macOS, where this only retires workers later than asked).
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _worker(conn: Connection, config: Config, pipeline: Pipeline | None, max_rss_mb: float | None) -> None:
+    """Clean each path received until ``None`` arrives; the reply is ``(index, outcome, retiring)``.
+
+    ``retiring``: the worker's peak memory passed ``max_rss_mb``; it exits after this reply.
+    """
     # Its own process group, so that a timeout kills the worker's OCR children with it.
     os.setpgid(0, 0)
     # Ctrl-C goes to the parent, which stops the workers; a worker never prints a KeyboardInterrupt.
@@ -57,10 +71,14 @@ def _worker(conn: Connection, config: Config, pipeline: Pipeline | None) -> None
             return
         index, source = task
         outcome = clean_input(source, config, pipeline)
+        retiring = max_rss_mb is not None and _peak_rss_mb() > max_rss_mb
         try:
-            conn.send((index, outcome))
+            conn.send((index, outcome, retiring))
         except Exception as err:  # noqa: BLE001 - a result that cannot be sent fails its document only
-            conn.send((index, Outcome(source, error=f"{source}: internal error (result not sendable: {err})")))
+            error = Outcome(source, error=f"{source}: internal error (result not sendable: {err})")
+            conn.send((index, error, retiring))
+        if retiring:
+            return
 
 
 @dataclass(slots=True)
@@ -74,17 +92,19 @@ class _Slot:
 
 
 class _Pool:
-    def __init__(self, jobs: int, config: Config, pipeline: Pipeline) -> None:
+    def __init__(self, jobs: int, config: Config, pipeline: Pipeline, max_rss_mb: float | None) -> None:
         methods = multiprocessing.get_all_start_methods()
         self._ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
         self._config = config
+        self._max_rss_mb = max_rss_mb
         # Only a forked worker can be handed the built pipeline without pickling it.
         self._pipeline = pipeline if self._ctx.get_start_method() == "fork" else None
         self.slots = [self._start() for _ in range(jobs)]
 
     def _start(self) -> _Slot:
         parent, child = self._ctx.Pipe()
-        process = self._ctx.Process(target=_worker, args=(child, self._config, self._pipeline), daemon=True)
+        args = (child, self._config, self._pipeline, self._max_rss_mb)
+        process = self._ctx.Process(target=_worker, args=args, daemon=True)
         process.start()
         child.close()
         return _Slot(process, parent)
@@ -145,6 +165,7 @@ def clean_files(
     document_timeout: float | None = None,
     fail_fast: bool = False,
     ordered: bool = False,
+    max_worker_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB,
 ) -> Iterator[Outcome]:
     """Clean ``paths`` in ``jobs`` worker processes (default: the usable cores), yielding outcomes as they finish.
 
@@ -155,6 +176,8 @@ def clean_files(
     the other documents go on. With ``fail_fast`` the iterator stops after
     the first failed outcome (running workers are killed). ``ordered`` yields
     in input order instead (finished documents wait for the earlier ones).
+    A worker whose peak memory passed ``max_worker_rss_mb`` after a document
+    is replaced by a fresh one (``None``: never).
 
     ``jobs=1`` without a timeout runs in this process, exactly as
     :func:`docsan.batch.clean_inputs`. The pipeline is built before any
@@ -170,7 +193,8 @@ def clean_files(
     if jobs == 1 and document_timeout is None:
         return _stop_at_failure(clean_inputs(sources, config), fail_fast)
     timeout = DEFAULT_DOCUMENT_TIMEOUT_S if document_timeout is None else document_timeout
-    outcomes = _run(sources, config, pipeline, min(jobs, max(1, len(sources))), timeout, fail_fast)
+    workers = min(jobs, max(1, len(sources)))
+    outcomes = _run(sources, config, pipeline, workers, timeout, fail_fast, max_worker_rss_mb)
     return _in_order(outcomes, len(sources)) if ordered else (outcome for _, outcome in outcomes)
 
 
@@ -195,11 +219,17 @@ def _in_order(outcomes: Iterator[tuple[int, Outcome]], n: int) -> Iterator[Outco
 
 
 def _run(
-    sources: list[Path], config: Config, pipeline: Pipeline, jobs: int, timeout: float, fail_fast: bool
+    sources: list[Path],
+    config: Config,
+    pipeline: Pipeline,
+    jobs: int,
+    timeout: float,
+    fail_fast: bool,
+    max_rss_mb: float | None,
 ) -> Iterator[tuple[int, Outcome]]:
     if not sources:
         return
-    pool = _Pool(jobs, config, pipeline)
+    pool = _Pool(jobs, config, pipeline, max_rss_mb)
     # Largest files first, so that a long document does not start last and run alone at the end
     # (the order of the results does not depend on it). pop() takes from the end.
     todo = sorted(enumerate(sources), key=lambda task: _size(task[1]))
@@ -222,13 +252,15 @@ def _run(
                 index, source = slot.task
                 if slot.conn in ready:
                     try:
-                        got, outcome = slot.conn.recv()
+                        got, outcome, retiring = slot.conn.recv()
                     except (EOFError, OSError):  # died while sending
                         outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
                         pool.replace(slot)
                     else:
                         assert got == index
                         slot.task = None
+                        if retiring:
+                            pool.replace(slot)
                 elif slot.process.sentinel in ready:
                     slot.process.join()
                     outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
