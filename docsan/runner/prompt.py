@@ -1,25 +1,23 @@
-"""The prompt `docsan ask` sends: messages, their exact token count, and fitting the document into a budget.
+"""The prompt `docsan ask` sends: the question and the document as messages, fitted into a budget.
 
 Counting uses the served model's own tokenizer with its chat template applied
-(``add_generation_prompt=True``), so the count includes the template's special
-tokens and is exactly the token sequence the local engines receive.
+(:mod:`docsan.runner.chat_template`), so the count includes the template's special
+tokens and is exactly the token sequence the engines receive.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from docsan.budget import Tokenizer, fit_document
-from docsan.budget.special_tokens import SpecialTokens
+from docsan.budget import fit_document
 from docsan.model import Document
 from docsan.render import render_text
-from docsan.report import Change, StageResult
+from docsan.report import Change
+from docsan.runner.chat_template import ChatTokenizer
 from docsan.runner.errors import RunnerError
 
-Messages = list[dict[str, str]]
+Messages = list[dict[str, Any]]
 
 
 def build_messages(context: str, question: str) -> Messages:
@@ -39,52 +37,6 @@ def build_messages(context: str, question: str) -> Messages:
     ]
 
 
-class ChatTokenizer:
-    """The served model's tokenizer (Hugging Face folder) with its chat template."""
-
-    def __init__(self, hf_tokenizer: Any, name: str) -> None:
-        if not getattr(hf_tokenizer, "chat_template", None):
-            raise RunnerError(f"{name}: the tokenizer has no chat template; cannot build a chat prompt")
-        self._tok = hf_tokenizer
-        self.name = name
-
-    @classmethod
-    def load(cls, model_dir: str | Path) -> ChatTokenizer:
-        return _load(str(model_dir))
-
-    def prompt_ids(self, messages: Messages) -> list[int]:
-        """Token ids of the full prompt: chat template, special tokens and the assistant header."""
-        return list(
-            self._tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
-        )
-
-    def count(self, text: str) -> int:
-        """Tokens of plain text, without special tokens."""
-        return len(self._tok(text, add_special_tokens=False)["input_ids"])
-
-    def count_batch(self, texts: list[str]) -> list[int]:
-        if not texts:
-            return []
-        return [len(ids) for ids in self._tok(texts, add_special_tokens=False)["input_ids"]]
-
-    def head(self, text: str, n_tokens: int) -> str:
-        """The first ``n_tokens`` tokens of ``text``, decoded."""
-        ids = self._tok(text, add_special_tokens=False)["input_ids"][: max(0, n_tokens)]
-        return str(self._tok.decode(ids))
-
-
-@lru_cache(maxsize=4)
-def _load(model_dir: str) -> ChatTokenizer:
-    try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        raise RunnerError("counting prompt tokens needs transformers (the 'engine' extra)") from None
-    try:
-        return ChatTokenizer(AutoTokenizer.from_pretrained(model_dir), Path(model_dir).name)
-    except OSError as err:
-        raise RunnerError(f"{model_dir}: cannot load the tokenizer: {err}") from None
-
-
 @dataclass(frozen=True, slots=True)
 class FittedContext:
     text: str
@@ -94,21 +46,11 @@ class FittedContext:
     changes: tuple[Change, ...] = ()
 
 
-def guard_special_tokens(doc: Document, model_dir: str | Path) -> StageResult:
-    """Escape text that would encode as the served model's control tokens (``<|im_start|>``…).
-
-    vLLM turns such text into real control tokens; a document could otherwise
-    close the user turn and speak as the assistant.
-    """
-    return SpecialTokens(tokenizer=str(model_dir))(doc)
-
-
 def fit_context(
     doc: Document,
     question: str,
     budget_tokens: int | None,
     tokenizer: ChatTokenizer,
-    model_dir: str | Path,
 ) -> FittedContext:
     """Fit the cleaned document into a prompt of at most ``budget_tokens`` tokens, template included.
 
@@ -123,7 +65,7 @@ def fit_context(
         return FittedContext(text, 0)
     overhead = len(tokenizer.prompt_ids(build_messages("", question)))
     room = budget_tokens - overhead
-    counter = Tokenizer.load(model_dir)
+    counter = tokenizer.tokenizer
     total = counter.count(text)
     while True:
         if room <= 0:
