@@ -1,4 +1,4 @@
-"""`docsan ask` as a library call: extract, then the shared request path (:mod:`docsan.runner.request`), then run or defer.
+"""`docsan ask` as a library call: extract, the shared request path (docsan.runner.request), run or defer.
 
 Split in two so ``--dry-run`` shares every step but the last: :func:`prepare` builds the
 prompt and the routing decision without touching an engine; :func:`execute` runs it or
