@@ -105,6 +105,13 @@ class RequestPath:
         self.guard = SpecialTokens(tokenizer=str(self.model_dir))
         self.pipeline = Pipeline([*Pipeline.from_config(config).stages, self.guard])
 
+    def warm(self) -> None:
+        """Pay the one-time costs now (the template's compilation and its renderer's import, the stages' first
+        run) instead of in the first request: a gateway calls this before it reports ready."""
+        sample = [{"role": "user", "content": "Warm-up: is the pipeline ready?"}]
+        self.chat_tokenizer.prompt_ids(sample)
+        self.pipeline.run(messages_document(sample, "<warm-up>"))
+
     def chat(self, messages: Sequence[Message], options: RequestOptions, source: str = "<request>") -> Prepared:
         """An OpenAI messages list: each message keeps its keys; only text that a step changed is replaced."""
         t0 = time.perf_counter()
@@ -162,14 +169,14 @@ class RequestPath:
             try:
                 fit = fit_messages(messages, room, self.tokenizer, count_messages=count)
             except ConfigError as err:
-                raise GuardError(f"budget {budget} tokens: {err}") from None
+                raise GuardError(f"budget {budget} tokens: {err}", param="messages") from None
             # The trimmer counts role and content only; names and tool calls render too.
             excess = len(self.chat_tokenizer.prompt_ids(fit.messages, tools)) - budget
             if excess <= 0:
                 return fit.messages, fit.changes
             room -= excess
             if room < 1:
-                raise GuardError(f"budget {budget} tokens is smaller than what this chat must keep")
+                raise GuardError(f"budget {budget} tokens is smaller than what this chat must keep", param="messages")
 
     def _finish(
         self,

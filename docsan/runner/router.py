@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from docsan.runner.errors import GuardError
-from docsan.runner.guard import check_fits, check_hard_limit, resolve_max_tokens
+from docsan.runner.guard import CONTEXT_LENGTH_EXCEEDED, check_fits, check_hard_limit, resolve_max_tokens
 from docsan.runner.tiers import Tier
 
 
@@ -54,12 +54,17 @@ def route(
     notes: list[str] = []
     if forced is not None:
         if forced not in tiers:
-            raise GuardError(f"unknown tier {forced!r}: choose one of {', '.join(tiers)}")
+            raise GuardError(f"unknown tier {forced!r}: choose one of {', '.join(tiers)}", param="tier")
         tier = tiers[forced]
     else:
         serving = [t for t in tiers.values() if t.serves(prompt_tokens)]
         if not serving:
-            raise GuardError(f"no tier serves a prompt of {prompt_tokens} tokens (tiers: {_ranges(tiers)})")
+            raise GuardError(
+                f"no tier serves a prompt of {prompt_tokens} tokens, which exceeds limit of every tier "
+                f"(tiers: {_ranges(tiers)})",
+                param="messages",
+                code=CONTEXT_LENGTH_EXCEEDED,
+            )
         tier = serving[0]
     mt = resolve_max_tokens(requested_max_tokens, tier.default_max_tokens, coerce=coerce)
     if mt.note:
