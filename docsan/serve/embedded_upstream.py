@@ -60,6 +60,7 @@ def server_args(model_dir: Path, cfg: EmbeddedConfig, port: int) -> list[str]:
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     os.setsid()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # as the main block may block them
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -131,3 +132,15 @@ class EmbeddedServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             return
+
+
+if __name__ == "__main__":  # python -m docsan.serve.embedded_upstream [MAX_MODEL_LEN]: start one, print its URL
+    cfg = EmbeddedConfig(max_model_len=int(sys.argv[1])) if len(sys.argv) > 1 else EmbeddedConfig()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    server = EmbeddedServer(cfg).start()
+    try:
+        server.wait_ready(timeout_s=900)
+        print(server.url, flush=True)
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        server.stop()
