@@ -39,7 +39,9 @@ def test_tiers(url: str) -> dict[str, dict[str, Any]]:
             "base_url": url, "min_prompt_tokens": 512, "max_prompt_tokens": 1536, "default_max_tokens": 32,
             "engine": {"max_model_len": 2048},
         },
-        "a100": {"base_url": url, "min_prompt_tokens": 1536, "default_max_tokens": 32, "engine": {"max_model_len": 2048}},
+        "a100": {
+            "base_url": url, "min_prompt_tokens": 1536, "default_max_tokens": 32, "engine": {"max_model_len": 2048},
+        },
     }  # fmt: skip
 
 

@@ -100,7 +100,7 @@ def test_stale_or_full_upstream_means_no_room_and_a_dead_one_fails_waiters() -> 
         with pytest.raises(AdmissionError) as err:
             await waiter
         assert err.value.status == 502
-        with pytest.raises(AdmissionError, match="too|holds at most"):
+        with pytest.raises(AdmissionError, match="holds at most"):
             pool.healthy = True
             pool.update(healthy=True, reading=Reading(clock(), 0, 0, 0, 0, None, None))
             await pool.acquire(4096, 1, "t4", Klass.REALTIME, 1)
