@@ -121,16 +121,24 @@ class RequestPath:
         sanitized, field_changes = neutralise_fields(sanitized, self.tokenizer)
         tools, tool_changes = tools_neutralised(options.tools, self.tokenizer)
         report.stage(self.guard.name).changes.extend(field_changes + tool_changes)
-        t1 = time.perf_counter()
-        fitted, budget_changes = self._fit_chat(sanitized, tools, self._budget(options))
-        before, after, trimmed = (
-            sum(self.tokenizer.count_batch([content_text(m.get("content")) for m in ms]))
-            for ms in (messages, sanitized, fitted)
+        # Only what cleaning changed is counted again: an untouched message is the same object, same count.
+        changed = [(a, b) for a, b in zip(messages, sanitized, strict=True) if a is not b]
+        removed_by_cleaning = self._content_tokens([a for a, _ in changed]) - self._content_tokens(
+            [b for _, b in changed]
         )
+        t1 = time.perf_counter()
+        budget = self._budget(options)
+        fitted, budget_changes = self._fit_chat(sanitized, tools, budget)
+        removed_by_budget = 0
+        if fitted is not sanitized:
+            removed_by_budget = self._content_tokens(sanitized) - self._content_tokens(fitted)
         report.stages.append(_budget_report(sanitized, fitted, budget_changes, time.perf_counter() - t1))
         return self._finish(
-            source, fitted, tools, report, options, max(0, before - after), max(0, after - trimmed), t0=t0
+            source, fitted, tools, report, options, max(0, removed_by_cleaning), max(0, removed_by_budget), t0=t0
         )
+
+    def _content_tokens(self, messages: Sequence[Message]) -> int:
+        return sum(self.tokenizer.count_batch([content_text(m.get("content")) for m in messages]))
 
     def document(self, doc: Document, question: str, options: RequestOptions) -> Prepared:
         """``docsan ask``: a cleaned document and a question in one user message, the document fitted to the budget."""
