@@ -49,6 +49,7 @@ def _header(results: dict, title: str) -> list[str]:
         f"- Command: `{results['command']}`",
         f"- Machine: {m['cpu']}, {m['nproc']} cores, {m['memory']} RAM, {m['os']}, Python {m['python']}",
         f"- Mode: {results['mode']}",
+        *([f"- Kept from an earlier run: {results['kept']}"] if results.get("kept") else []),
         "",
     ]
 
@@ -291,6 +292,7 @@ MICRO_TARGETS = {
     "bench_extract": "extraction cost against plain PyMuPDF (issue 2)",
     "bench_engine": "embedded vLLM engine: start time and tokens/s (issue 5)",
     "bench_structure": "furniture and table stages",
+    "bench_serve": "gateway overhead per request against a direct request to the same vLLM server (issue 10)",
 }
 
 
