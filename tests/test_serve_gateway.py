@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -384,3 +385,29 @@ def test_docsan_serve_command_reloads_on_sighup_and_stops_on_sigterm(tmp_path, p
     # uvicorn shuts down gracefully, then re-raises the signal so the exit status says what stopped it.
     assert code in (0, -signal.SIGTERM)
     assert len(rec.chats) == 2
+
+
+def test_without_base_urls_every_tier_is_served_by_the_embedded_upstream(tmp_path, vllm_url) -> None:
+    """The laptop default's wiring: no tier has a base_url, the embedded vLLM server serves them all.
+
+    (``docsan serve`` starts that server itself; here the session's, started by the same launcher, stands in.)
+    """
+    from docsan.config import config_from_dict
+    from docsan.serve.app import create_app
+    from tests.serve_support import run_uvicorn
+
+    config = config_from_dict(
+        {"extract": {"ocr": "never"}, "runner": {"queue_path": str(tmp_path / "q.sqlite3")},
+         "serve": {"poll_interval_s": 0.25}}
+    )  # fmt: skip
+    with run_uvicorn(create_app(config, embedded=SimpleNamespace(url=vllm_url))) as gw:
+        wait_ready(gw)
+        r = _post(gw, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+        too_long = _post(gw, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3000})
+        metrics = httpx.get(gw + "/metrics").text
+    reported = next(ln for ln in httpx.get(vllm_url + "/metrics").text.splitlines() if "kv_cache_size_tokens" in ln)
+    size = reported.split('kv_cache_size_tokens="')[1].split('"')[0]
+    assert r.status_code == 200 and r.headers["x-docsan-tier"] == "t4"
+    # The built-in t4 promises 4096 positions; the server says 2048, and the router believes the server.
+    assert too_long.status_code == 400 and "exceeds limit 2048" in too_long.json()["error"]["message"]
+    assert f'docsan_tier_kv_capacity_tokens{{tier="a100"}} {float(size)}' in metrics

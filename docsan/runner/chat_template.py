@@ -108,6 +108,10 @@ class ChatTokenizer:
         """Token ids of the full prompt: chat template, special tokens and the assistant header."""
         return self.tokenizer.encode(self.render(messages, tools))
 
+    def count_messages(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> int:
+        """The exact prompt length of ``messages``: a ``count_messages`` for :func:`docsan.budget.fit_messages`."""
+        return len(self.prompt_ids(messages, tools))
+
     def count(self, text: str) -> int:
         """Tokens of plain text, without special tokens."""
         return self.tokenizer.count(text)

@@ -170,7 +170,7 @@ class RequestPath:
             return messages, []
 
         def count(plain: list[dict[str, str]]) -> int:
-            return len(self.chat_tokenizer.prompt_ids(plain, tools))
+            return self.chat_tokenizer.count_messages(plain, tools)
 
         room = budget
         while True:
@@ -179,7 +179,7 @@ class RequestPath:
             except ConfigError as err:
                 raise GuardError(f"budget {budget} tokens: {err}", param="messages") from None
             # The trimmer counts role and content only; names and tool calls render too.
-            excess = len(self.chat_tokenizer.prompt_ids(fit.messages, tools)) - budget
+            excess = self.chat_tokenizer.count_messages(fit.messages, tools) - budget
             if excess <= 0:
                 return fit.messages, fit.changes
             room -= excess

@@ -88,12 +88,19 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     if body.stream:
         gw.metrics.request_seconds.observe(overhead)
         return await _stream(gw, up, d.tier, upstream_body, info, reservation, {**headers, "server-timing": timing})
-    async with reservation:
-        u0 = time.perf_counter()
-        resp = await _until_disconnect(request, _post(gw, up, d.tier, upstream_body))
-        upstream_s = time.perf_counter() - u0
-    r0 = time.perf_counter()
-    data = _completion(resp, up, d.tier)
+    try:
+        async with reservation:
+            u0 = time.perf_counter()
+            resp = await _until_disconnect(request, _post(gw, up, d.tier, upstream_body))
+            upstream_s = time.perf_counter() - u0
+        r0 = time.perf_counter()
+        data = _completion(resp, up, d.tier)
+    except ApiError:
+        gw.metrics.requests.labels(d.tier, "upstream_error").inc()
+        raise
+    except ClientGone:
+        gw.metrics.requests.labels(d.tier, "client_gone").inc()
+        raise
     data["docsan"] = info
     out = JSONResponse(data, headers={**headers, "server-timing": f"{timing}, upstream;dur={1000 * upstream_s:.2f}"})
     gw.metrics.request_seconds.observe(overhead + time.perf_counter() - r0)

@@ -25,7 +25,7 @@ from docsan.runner.modelinfo import DTYPE_BYTES, load_model_info
 from docsan.runner.planner import plan
 from docsan.runner.queue import DeferredQueue
 from docsan.runner.request import RequestPath
-from docsan.runner.tiers import Tier
+from docsan.runner.tiers import Tier, build_tiers
 from docsan.serve.embedded_upstream import EmbeddedServer
 from docsan.serve.ledger import Pool
 from docsan.serve.metrics import Metrics
@@ -71,8 +71,7 @@ def build_snapshot(config: Config, embedded_url: str | None) -> Snapshot:
 
 
 def uses_embedded(config: Config) -> bool:
-    from docsan.runner.tiers import build_tiers
-
+    """No tier names a server: the embedded one serves them all."""
     return not any(t.base_url for t in build_tiers(config.runner.tiers).values())
 
 

@@ -70,6 +70,15 @@ def job_view(job: Job) -> dict[str, Any]:
 async def drain(gw: Gateway) -> None:
     """Run pending jobs when their tiers have room; wakes on new jobs, releases and reloads, else every interval."""
     running: set[asyncio.Task[None]] = set()
+    try:
+        await _drain_forever(gw, running)
+    finally:
+        for task in running:  # the gateway is stopping: a job cut short is failed, not left "running"
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+
+async def _drain_forever(gw: Gateway, running: set[asyncio.Task[None]]) -> None:
     while True:
         gw.drain_wakeup.clear()
         try:
@@ -119,5 +128,8 @@ async def _run(gw: Gateway, job: Job, api: str, served_model: str | None, reserv
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
         await asyncio.to_thread(gw.queue.fail, job.id, f"{api}: {type(err).__name__}: {err}")
         gw.metrics.requests.labels(job.tier, "job_failed").inc()
+    except asyncio.CancelledError:
+        gw.queue.fail(job.id, "the gateway stopped while the job ran; submit it again")
+        raise
     finally:
         gw.drain_wakeup.set()
