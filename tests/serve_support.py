@@ -61,7 +61,10 @@ def gateway_config(tmp_path: Path, url: str, *, serve: dict[str, Any] | None = N
 @contextmanager
 def run_uvicorn(app: Any) -> Iterator[str]:
     """``app`` served by a real uvicorn on a free loopback port, in a thread; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    # A short graceful shutdown: a test's server must not wait on a client that will never come back.
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

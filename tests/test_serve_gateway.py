@@ -227,37 +227,39 @@ def test_reload_good_and_bad(tmp_path, proxy) -> None:
 def test_memory_limit_503_when_the_ledger_is_full_and_recovery(tmp_path, proxy) -> None:
     """The incident's acceptance test: 503 with "memory limit" while the KV room is taken, 200 once it is free."""
     url, _ = proxy
-    # 900 tokens of KV room: one long request (prompt + 400 answer tokens = 512 in 128-token blocks)
-    # leaves 388, too little for a second one.
-    config = gateway_config(tmp_path, url, tiers={"t4": {"capacity_tokens": 900}}, serve={"queue_wait_s": 1.0})
-    long = {"messages": [{"role": "user", "content": "Write a long story about a lighthouse."}], "max_tokens": 400,
+    # 300 tokens of KV room: one request (a ~40-token prompt + 150 answer tokens = 256 in 128-token blocks)
+    # leaves 44, too little for a second one.
+    config = gateway_config(
+        tmp_path, url, tiers={"t4": {"capacity_tokens": 300}}, serve={"queue_wait_s": 0.5}, read_timeout_s=600
+    )
+    long = {"messages": [{"role": "user", "content": "Write a story about a lighthouse."}], "max_tokens": 150,
             "ignore_eos": True}  # fmt: skip
     results: dict[str, httpx.Response] = {}
     with running_gateway(config) as gw:
         first = threading.Thread(target=lambda: results.setdefault("first", _post(gw, long)))
         first.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while 'docsan_tier_in_flight{tier="t4"} 1.0' not in httpx.get(gw + "/metrics").text:
             assert time.monotonic() < deadline
-            time.sleep(0.05)
+            time.sleep(0.02)
         refused = _post(gw, long)
-        first.join(300)
+        first.join(600)
         after = _post(gw, {**long, "max_tokens": 4})
         metrics = httpx.get(gw + "/metrics").text
-    assert refused.status_code == 503
-    assert "memory limit" in refused.text and "tier t4" in refused.text
+    assert refused.status_code == 503, refused.text
+    assert "memory limit" in refused.text and "tier t4" in refused.text and "needs 256" in refused.text
     assert int(refused.headers["retry-after"]) >= 1
-    assert results["first"].status_code == 200
-    assert results["first"].json()["usage"]["completion_tokens"] == 400
+    assert results["first"].status_code == 200, results["first"].text
+    assert results["first"].json()["usage"]["completion_tokens"] == 150
     assert after.status_code == 200
     assert 'docsan_tier_kv_reserved_tokens{tier="t4"} 0.0' in metrics
     assert 'docsan_requests_total{outcome="memory_limit",tier="t4"} 1.0' in metrics
-    assert 'docsan_tier_kv_capacity_tokens{tier="t4"} 900.0' in metrics
+    assert 'docsan_tier_kv_capacity_tokens{tier="t4"} 300.0' in metrics
 
 
 def test_client_disconnect_releases_the_reservation(tmp_path, proxy) -> None:
     url, _ = proxy
-    body = {"messages": [{"role": "user", "content": "Tell a long story."}], "max_tokens": 300, "ignore_eos": True,
+    body = {"messages": [{"role": "user", "content": "Tell a long story."}], "max_tokens": 120, "ignore_eos": True,
             "stream": True}  # fmt: skip
     with running_gateway(gateway_config(tmp_path, url)) as gw:
         with httpx.stream("POST", gw + CHAT, json=body, timeout=60) as r:
@@ -273,9 +275,11 @@ def test_client_disconnect_releases_the_reservation(tmp_path, proxy) -> None:
 
 def test_long_non_priority_request_is_deferred_and_the_drainer_runs_it(tmp_path, proxy) -> None:
     url, rec = proxy
-    words = " ".join(f"word{i}" for i in range(440))  # ~1.7k tokens: the test a100 tier (≥ 1536), priority-only
+    # A priority-only tier from 600 tokens up keeps the prompt (and its CPU prefill) small.
+    tiers = {"a10g": {"max_prompt_tokens": 600}, "a100": {"min_prompt_tokens": 600}}
+    words = " ".join(f"word{i}" for i in range(190))  # ~680 tokens
     body = {"messages": [{"role": "user", "content": f"{words}\n\nHow many words?"}], "max_tokens": 2}
-    with running_gateway(gateway_config(tmp_path, url)) as gw:
+    with running_gateway(gateway_config(tmp_path, url, tiers=tiers)) as gw:
         queued = _post(gw, body)
         assert queued.status_code == 202, queued.text
         job_id = queued.json()["id"]
@@ -411,3 +415,12 @@ def test_without_base_urls_every_tier_is_served_by_the_embedded_upstream(tmp_pat
     # The built-in t4 promises 4096 positions; the server says 2048, and the router believes the server.
     assert too_long.status_code == 400 and "exceeds limit 2048" in too_long.json()["error"]["message"]
     assert f'docsan_tier_kv_capacity_tokens{{tier="a100"}} {float(size)}' in metrics
+
+
+def test_coerce_replaces_a_bad_max_tokens_by_the_tier_default(tmp_path, proxy) -> None:
+    url, rec = proxy
+    with running_gateway(gateway_config(tmp_path, url, coerce_max_tokens=True)) as gw:
+        r = _post(gw, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 0})
+    assert r.status_code == 200, r.text
+    assert rec.chats[0]["max_tokens"] == 16
+    assert any("replaced by the tier default 16" in n["message"] for n in r.json()["docsan"]["notes"])

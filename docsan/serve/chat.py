@@ -78,9 +78,9 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
             tokens, body.n, d.tier, Klass.PRIORITY if priority else Klass.REALTIME, serve.queue_wait_s
         )
     except AdmissionError as err:
-        gw.metrics.requests.labels(d.tier, "memory_limit" if err.status == 503 else "upstream_down").inc()
+        code = "memory_limit" if str(err).startswith("memory limit") else "upstream_unavailable"
+        gw.metrics.requests.labels(d.tier, "memory_limit" if code == "memory_limit" else "upstream_down").inc()
         extra = {} if err.retry_after is None else {"retry-after": str(math.ceil(err.retry_after))}
-        code = "memory_limit" if "memory limit" in str(err) else "upstream_unavailable"
         raise ApiError(err.status, str(err), code=code, headers={**headers, **extra}) from None
     waited = time.perf_counter() - w0
     gw.metrics.wait_seconds.labels(d.tier).observe(waited)

@@ -27,6 +27,7 @@ from docsan.runner.queue import DeferredQueue
 from docsan.runner.request import RequestPath
 from docsan.runner.tiers import Tier, build_tiers
 from docsan.serve.embedded_upstream import EmbeddedServer
+from docsan.serve.errors import ApiError
 from docsan.serve.ledger import Pool
 from docsan.serve.metrics import Metrics
 from docsan.serve.reload import diff
@@ -106,7 +107,10 @@ class Gateway:
         return [(name, self.upstreams[url]) for name, url in snap.tier_urls.items() if url in self.upstreams]
 
     def upstream_for(self, snap: Snapshot, tier: str) -> Upstream:
-        return self.upstreams[snap.tier_urls[tier]]
+        up = self.upstreams.get(snap.tier_urls[tier])
+        if up is None:  # a reload retired this URL after the request took its snapshot
+            raise ApiError(503, f"tier {tier}'s upstream was just reconfigured: retry", headers={"retry-after": "1"})
+        return up
 
     def model_limits(self, snap: Snapshot) -> dict[str, int]:
         """Per tier, the max_model_len its server reported (the router caps the profile's by it)."""
