@@ -36,6 +36,7 @@ def serve(
 
     config = get_config(config_file)
     logging.basicConfig(level=logging.INFO, format="docsan: %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
     try:
         app = create_app(config, config_path=config_file)
     except DocsanError as err:

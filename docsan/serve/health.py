@@ -78,8 +78,13 @@ class HealthTracker:
         return Score(value, base, frag, self.leakage)
 
     def observe(self, pool: Pool, now: float) -> Score:
-        """Score the pool, log threshold crossings, adapt its concurrency cap."""
+        """Score the pool, log threshold crossings, adapt its concurrency cap.
+
+        An upstream that is down or not started yet scores 0 but changes nothing: its cap is not what
+        is wrong, and its down/up transitions are logged by the poller."""
         s = self.score(pool, now)
+        if pool.healthy is not True:
+            return s
         level = sum(s.value < t for t, _, _ in LEVELS)
         if level > self.level:
             _, name, lvl = LEVELS[level - 1]
