@@ -41,10 +41,10 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 
 from docsan.config import load_config  # noqa: E402
+from docsan.config.runner import EmbeddedConfig  # noqa: E402
 from docsan.extract import load  # noqa: E402
 from docsan.render import render_text  # noqa: E402
 from docsan.runner.request import RequestOptions, RequestPath  # noqa: E402
-from docsan.runner.settings import EmbeddedConfig  # noqa: E402
 from docsan.serve.embedded_upstream import EmbeddedServer  # noqa: E402
 
 CORPUS_DOC = "fedreg_2020-17221_15p.pdf"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import BackendChoice, ConfigOption, err_console, fail, get_config
 from docsan.errors import DocsanError
 
 if TYPE_CHECKING:
@@ -19,12 +18,6 @@ if TYPE_CHECKING:
 
 # Exit status of a request the guard refused (1 is any other failure, 2 a bad configuration).
 EXIT_REFUSED = 3
-
-
-class BackendChoice(StrEnum):
-    embedded = "embedded"
-    inprocess = "inprocess"
-    remote = "remote"
 
 
 def ask(
@@ -64,9 +57,7 @@ def ask(
         Path | None,
         typer.Option("--report", help="Write the audit (every removal: cleaning, control tokens, budget) as JSON."),
     ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Answer QUESTION from FILE: extract, clean, fit the budget, guard, route to a tier, run.
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import ConfigOption, err_console, fail, get_config
 from docsan.errors import DocsanError
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
@@ -31,9 +31,7 @@ def plan_cmd(
         float, typer.Option("--reserve-gib", help="Activation/CUDA-context reserve subtracted before the KV cache.")
     ] = DEFAULT_RESERVE_BYTES / GIB,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Plan a tier's GPU memory: weights, KV cache per token, capacity, concurrent sequences.
 

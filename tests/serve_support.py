@@ -24,7 +24,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from docsan.config import Config, config_from_dict
-from docsan.runner.settings import EmbeddedConfig
+from docsan.config.runner import EmbeddedConfig
 
 MIB = 1024**2
 # Small enough to start quickly and stay light beside other sessions; large enough for a 1.5k-token prompt.

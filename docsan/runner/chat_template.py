@@ -116,13 +116,6 @@ class ChatTokenizer:
         """Tokens of plain text, without special tokens."""
         return self.tokenizer.count(text)
 
-    def count_batch(self, texts: list[str]) -> list[int]:
-        return self.tokenizer.count_batch(texts)
-
-    def head(self, text: str, n_tokens: int) -> str:
-        """The first ``n_tokens`` tokens of ``text``, decoded."""
-        return self.tokenizer.decode(self.tokenizer.encode(text)[: max(0, n_tokens)])
-
 
 @lru_cache(maxsize=8)
 def _load(model_dir: str) -> ChatTokenizer:

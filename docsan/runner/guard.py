@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from docsan.runner.errors import GuardError
 
-DEFAULT_HARD_LIMIT = 32768
 # OpenAI's error code for a prompt + answer over the model's context.
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 

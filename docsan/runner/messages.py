@@ -16,15 +16,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from docsan.budget import Tokenizer, neutralise
-from docsan.budget.special_tokens import STAGE as SPECIAL_TOKENS_STAGE
-from docsan.budget.special_tokens import guard_for
+from docsan.budget.control_tokens import guard_for
 from docsan.errors import InputError
 from docsan.extract.chat import ROLES
-from docsan.extract.text import paragraphs_to_blocks
-from docsan.model import Document, DocumentKind, Page, Source
+from docsan.model import Change, Document, DocumentKind, Page, Source
 from docsan.render import render_messages
-from docsan.report import Change
 from docsan.runner.chat_template import content_text
+from docsan.stages.special_tokens import ESCAPED
+from docsan.text.paragraphs import paragraphs_to_blocks
 
 Message = dict[str, Any]
 
@@ -100,7 +99,7 @@ def neutralise_json(value: Any, tokenizer: Tokenizer) -> tuple[Any, list[str]]:
 def escaped_changes(found: list[str], tokenizer: Tokenizer, page: int) -> list[Change]:
     """One change per control-token spelling found (page 0: the request itself, not one of its messages)."""
     escaped = guard_for(tokenizer).escaped
-    return [Change(SPECIAL_TOKENS_STAGE, "control token escaped", page, t, replacement=escaped[t]) for t in found]
+    return [ESCAPED.change("control token escaped", page, t, replacement=escaped[t]) for t in found]
 
 
 def tools_neutralised(tools: Any, tokenizer: Tokenizer) -> tuple[Any, list[Change]]:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from docsan.budget import fit_messages, neutralise
-from docsan.budget.special_tokens import SpecialTokens
 from docsan.config import Config
 from docsan.errors import ConfigError
 from docsan.model import Document
@@ -40,6 +39,7 @@ from docsan.runner.messages import (
 from docsan.runner.prompt import build_messages, fit_context
 from docsan.runner.router import Decision, route
 from docsan.runner.tiers import Tier, build_tiers
+from docsan.stages.special_tokens import SpecialTokens
 
 BUDGET_STAGE = "budget"
 

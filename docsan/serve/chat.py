@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from docsan.errors import InputError
+from docsan.report import CODES
 from docsan.runner.errors import GuardError, RunnerError
 from docsan.runner.request import Prepared, RequestOptions
 from docsan.serve.chat_body import ChatBody, parse_chat_body, read_body
@@ -151,8 +152,9 @@ def _docsan_info(p: Prepared, audit: bool) -> dict[str, Any]:
     """The ``docsan`` object every response carries."""
     d = p.decision
     notes: list[dict[str, Any]] = [{"code": "router", "message": n} for n in p.notes]
-    counts = Counter((c.stage, c.reason) for c in p.report.changes)
-    notes += [{"code": stage, "message": reason, "count": n} for (stage, reason), n in counts.items()]
+    # One note per change code (docs/report.md), with what the code means and how often it applied.
+    counts = Counter(c.code for c in p.report.changes)
+    notes += [{"code": code, "message": _meaning(code), "count": n} for code, n in counts.items()]
     info: dict[str, Any] = {
         "tier": d.tier,
         "prompt_tokens": d.prompt_tokens,
@@ -164,6 +166,11 @@ def _docsan_info(p: Prepared, audit: bool) -> dict[str, Any]:
     if audit:
         info["audit"] = p.report.to_dict()
     return info
+
+
+def _meaning(code: str) -> str:
+    entry = CODES.get(code)
+    return entry.meaning if entry is not None else code
 
 
 async def _defer(
