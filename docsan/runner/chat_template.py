@@ -126,8 +126,11 @@ def _load(model_dir: str) -> ChatTokenizer:
     except TokenizerError as err:
         raise RunnerError(f"{model_dir}: cannot load the tokenizer: {err}") from None
     config = _read_json(folder / "tokenizer_config.json")
-    template = tokenizer.chat_template
-    if template is None and (folder / "chat_template.jinja").is_file():
+    template = config.get("chat_template")
+    if isinstance(template, list):  # named templates: [{"name": "default", "template": ...}, {"name": "tool_use"...}]
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    if not isinstance(template, str) and (folder / "chat_template.jinja").is_file():
         # transformers 5 saves the template beside the config instead of inside it.
         template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
     if not template:
