@@ -14,6 +14,7 @@ class ServeConfig(BaseModel):
 
     # Loopback by default: exposing the gateway is a deliberate `--host 0.0.0.0`.
     host: str = "127.0.0.1"
+    # The gateway's port (`docsan serve --port`; 0: any free one, printed at start-up).
     port: int = Field(8080, ge=0, le=65535)
     # A chat request body larger than this is refused with 413 before it is parsed. The incident's phones
     # synced megabyte-sized histories; 8 MiB holds a 300-turn history of pasted pages with room to spare.
@@ -28,7 +29,8 @@ class ServeConfig(BaseModel):
     queue_max: int = Field(64, ge=0)
     # Bearer tokens accepted on /v1/*; empty and no DOCSAN_API_KEYS in the environment: no authentication.
     api_keys: list[str] = Field(default_factory=list)
-    # Bearer token for /admin/*; unset: the admin endpoints answer 403 (reload by SIGHUP only).
+    # Bearer token for /admin/*, separate from the API keys; unset: the admin endpoints answer 403 (reload by
+    # SIGHUP only).
     admin_token: str | None = None
     # The served model's folder (tokenizer + chat template) for exact counts; unset: the bundled SmolLM2.
     model: str | None = None
