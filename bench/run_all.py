@@ -232,8 +232,9 @@ def _keep_previous(results: dict, path: Path) -> None:
     for part in kept:
         results[part] = previous[part]
     micro = results.setdefault("micro", {})
+    present = set(micro_modules())
     for name, entry in previous.get("micro", {}).items():
-        if name not in micro:
+        if name not in micro and name in present:  # a module since removed is not reported as if still measured
             micro[name] = entry
             kept.append(name)
     if kept:

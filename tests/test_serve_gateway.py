@@ -228,34 +228,31 @@ def test_reload_good_and_bad(tmp_path, proxy) -> None:
 def test_memory_limit_503_when_the_ledger_is_full_and_recovery(tmp_path, proxy) -> None:
     """The incident's acceptance test: 503 with "memory limit" while the KV room is taken, 200 once it is free."""
     url, _ = proxy
-    # 300 tokens of KV room: one request (a ~40-token prompt + 150 answer tokens = 256 in 128-token blocks)
-    # leaves 44, too little for a second one.
+    # 200 tokens of KV room: one request (a ~40-token prompt + 80 answer tokens = one 128-token block) leaves 72,
+    # too little for a second one.
     config = gateway_config(
-        tmp_path, url, tiers={"t4": {"capacity_tokens": 300}}, serve={"queue_wait_s": 0.5}, read_timeout_s=600
+        tmp_path, url, tiers={"t4": {"capacity_tokens": 200}}, serve={"queue_wait_s": 0.5}, read_timeout_s=600
     )
-    long = {"messages": [{"role": "user", "content": "Write a story about a lighthouse."}], "max_tokens": 150,
+    long = {"messages": [{"role": "user", "content": "Write a story about a lighthouse."}], "max_tokens": 80,
             "ignore_eos": True}  # fmt: skip
-    results: dict[str, httpx.Response] = {}
     with running_gateway(config) as gw:
-        first = threading.Thread(target=lambda: results.setdefault("first", _post(gw, long)))
-        first.start()
-        deadline = time.monotonic() + 60
-        while 'docsan_tier_in_flight{tier="t4"} 1.0' not in httpx.get(gw + "/metrics").text:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        refused = _post(gw, long)
-        first.join(600)
+        # The first request streams: its first chunk proves it is admitted and holding its room.
+        with httpx.stream("POST", gw + CHAT, json={**long, "stream": True}, timeout=600) as first:
+            lines = first.iter_lines()
+            next(lines)
+            refused = _post(gw, long)
+            chunks = [ln for ln in lines if ln.startswith("data:")]  # read to the end: the first one finishes
         after = _post(gw, {**long, "max_tokens": 4})
         metrics = httpx.get(gw + "/metrics").text
     assert refused.status_code == 503, refused.text
-    assert "memory limit" in refused.text and "tier t4" in refused.text and "needs 256" in refused.text
+    assert "memory limit" in refused.text and "tier t4" in refused.text and "needs 128" in refused.text
+    assert refused.json()["error"]["code"] == "memory_limit"
     assert int(refused.headers["retry-after"]) >= 1
-    assert results["first"].status_code == 200, results["first"].text
-    assert results["first"].json()["usage"]["completion_tokens"] == 150
+    assert chunks[-1] == "data: [DONE]" and len(chunks) > 40
     assert after.status_code == 200
     assert 'docsan_tier_kv_reserved_tokens{tier="t4"} 0.0' in metrics
     assert 'docsan_requests_total{outcome="memory_limit",tier="t4"} 1.0' in metrics
-    assert 'docsan_tier_kv_capacity_tokens{tier="t4"} 300.0' in metrics
+    assert 'docsan_tier_kv_capacity_tokens{tier="t4"} 200.0' in metrics
 
 
 def test_client_disconnect_releases_the_reservation(tmp_path, proxy) -> None:
