@@ -12,7 +12,7 @@ Typical use::
 The library never imports the command-line front end (``cli``).
 """
 
-from docsan.api import clean_document, clean_file, clean_text
+from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.errors import ConfigError, DocsanError, InputError
 from docsan.model import BBox, Block, BlockKind, Cell, ChangeKind, Document, DocumentKind, Page, Source, Table
@@ -28,6 +28,8 @@ __all__ = [
     "Cell",
     "Change",
     "ChangeKind",
+    "ChatCleaner",
+    "ChatResult",
     "CleanResult",
     "Config",
     "ConfigError",
@@ -42,6 +44,7 @@ __all__ = [
     "Source",
     "StageResult",
     "Table",
+    "clean_chat",
     "clean_document",
     "clean_file",
     "clean_text",

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from docsan.budget import fit_messages, neutralise
+from docsan.api import ChatCleaner
+from docsan.budget import ChatFit, fit_messages, neutralise
 from docsan.config import Config
 from docsan.errors import ConfigError
 from docsan.model import Document
@@ -29,13 +30,7 @@ from docsan.report import Change, Report, StageReport
 from docsan.runner.chat_template import ChatTokenizer, Message, content_text
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.errors import GuardError
-from docsan.runner.messages import (
-    document_messages,
-    escaped_changes,
-    messages_document,
-    neutralise_fields,
-    tools_neutralised,
-)
+from docsan.runner.messages import escaped_changes, neutralise_fields, tools_neutralised
 from docsan.runner.prompt import build_messages, fit_context
 from docsan.runner.router import Decision, route
 from docsan.runner.tiers import Tier, build_tiers
@@ -101,41 +96,57 @@ class RequestPath:
         self.chat_tokenizer = ChatTokenizer.load(self.model_dir)
         self.tokenizer = self.chat_tokenizer.tokenizer
         # The configured stages, then the control-token guard with the served model's tokenizer: the pipeline
-        # times and reports it like any stage.
-        self.guard = SpecialTokens(tokenizer=str(self.model_dir))
-        self.pipeline = Pipeline([*Pipeline.from_config(config).stages, self.guard])
+        # times and reports it like any stage. A budget stage in the list is left out: the budget is applied
+        # after cleaning, with the exact count of the chat template.
+        stages = [name for name in config.stages if name not in ("budget", SpecialTokens.name)]
+        cleaning = config.with_overrides(
+            stages=(*stages, SpecialTokens.name), options={SpecialTokens.name: {"tokenizer": str(self.model_dir)}}
+        )
+        self.pipeline = Pipeline.from_config(cleaning)
+        # Chats keep their OpenAI shape through the same stages (docs/chat.md).
+        self.cleaner = ChatCleaner(cleaning, tokenizer=self.tokenizer)
 
     def warm(self) -> None:
         """Pay the one-time costs now (the template's compilation and its renderer's import, the stages' first
         run) instead of in the first request: a gateway calls this before it reports ready."""
         sample = [{"role": "user", "content": "Warm-up: is the pipeline ready?"}]
         self.chat_tokenizer.prompt_ids(sample)
-        self.pipeline.run(messages_document(sample, "<warm-up>"))
+        self.cleaner.clean(sample, name="<warm-up>")
 
     def chat(self, messages: Sequence[Message], options: RequestOptions, source: str = "<request>") -> Prepared:
-        """An OpenAI messages list: each message keeps its keys; only text that a step changed is replaced."""
+        """An OpenAI messages list: each message keeps its shape; only text that a step changed is replaced."""
         t0 = time.perf_counter()
-        cleaned = self.pipeline.run(messages_document(messages, source))
-        report = cleaned.report
-        sanitized = document_messages(cleaned.document, messages)
-        sanitized, field_changes = neutralise_fields(sanitized, self.tokenizer)
+        # Names, tool calls and tools are rendered into the prompt too: their control-token spellings go first,
+        # so the budget below counts what is sent.
+        guarded, field_changes = neutralise_fields(messages, self.tokenizer)
         tools, tool_changes = tools_neutralised(options.tools, self.tokenizer)
-        report.stage(self.guard.name).changes.extend(field_changes + tool_changes)
-        # Only what cleaning changed is counted again: an untouched message is the same object, same count.
-        changed = [(a, b) for a, b in zip(messages, sanitized, strict=True) if a is not b]
-        removed_by_cleaning = self._content_tokens([a for a, _ in changed]) - self._content_tokens(
-            [b for _, b in changed]
-        )
+        cleaned = self.cleaner.clean(guarded, name=source)
+        report = cleaned.report
+        report.stage(SpecialTokens.name).changes.extend(field_changes + tool_changes)
+        sanitized = cleaned.messages
+        # The position each kept message had in the request (a message left empty by cleaning is dropped).
+        numbers = [p.number for p in cleaned.document.pages]
+        removed_by_cleaning = self._removed(guarded, sanitized, numbers)
         t1 = time.perf_counter()
         budget = self._budget(options)
-        fitted, budget_changes = self._fit_chat(sanitized, tools, budget)
+        fitted, budget_changes, stats = self._fit_chat(sanitized, tools, budget, numbers)
         removed_by_budget = 0
-        if fitted is not sanitized:
-            removed_by_budget = self._content_tokens(sanitized) - self._content_tokens(fitted)
-        report.stages.append(_budget_report(sanitized, fitted, budget_changes, time.perf_counter() - t1))
-        return self._finish(
-            source, fitted, tools, report, options, max(0, removed_by_cleaning), max(0, removed_by_budget), t0=t0
+        if budget is not None:
+            removed_by_budget = self._removed(sanitized, fitted.messages, fitted.indices)
+        report.stages.append(
+            _budget_report(sanitized, fitted.messages, budget_changes, stats, time.perf_counter() - t1)
         )
+        return self._finish(
+            source, fitted.messages, tools, report, options, removed_by_cleaning, removed_by_budget, t0=t0
+        )
+
+    def _removed(self, before: Sequence[Message], after: Sequence[Message], positions: Sequence[int]) -> int:
+        """Content tokens of ``before`` that ``after`` no longer has; ``positions`` place each of ``after`` in
+        ``before`` (1-based). Only changed or dropped messages are counted: an untouched one is the same object."""
+        kept = dict(zip(positions, after, strict=True))
+        gone = [m for i, m in enumerate(before, start=1) if kept.get(i) is not m]
+        changed = [m for i, m in kept.items() if m is not before[i - 1]]
+        return max(0, self._content_tokens(gone) - self._content_tokens(changed))
 
     def _content_tokens(self, messages: Sequence[Message]) -> int:
         return sum(self.tokenizer.count_batch([content_text(m.get("content")) for m in messages]))
@@ -146,7 +157,7 @@ class RequestPath:
         cleaned = self.pipeline.run(doc)
         report = cleaned.report
         question, found = neutralise(question, self.tokenizer)  # the question is user text too
-        report.stage(self.guard.name).changes.extend(escaped_changes(found, self.tokenizer, 0))
+        report.stage(SpecialTokens.name).changes.extend(escaped_changes(found, self.tokenizer, 0))
         t1 = time.perf_counter()
         fitted = fit_context(cleaned.document, question, self._budget(options), self.chat_tokenizer)
         text = render_text(cleaned.document)
@@ -163,28 +174,24 @@ class RequestPath:
         return options.budget_tokens or self.config.runner.budget_tokens
 
     def _fit_chat(
-        self, messages: list[Message], tools: list[dict[str, Any]] | None, budget: int | None
-    ) -> tuple[list[Message], list[Change]]:
-        """Trim the history to ``budget`` prompt tokens, counted exactly with the chat template."""
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, budget: int | None, numbers: list[int]
+    ) -> tuple[ChatFit, list[Change], dict[str, int | float]]:
+        """Trim the history to ``budget`` prompt tokens, counted exactly with the chat template (names, tool
+        calls and the request's tools included); the changes name the request's own message positions."""
         if budget is None:
-            return messages, []
+            return ChatFit(list(messages), list(range(1, len(messages) + 1)), [], 0, {}), [], {}
 
-        def count(plain: list[dict[str, str]]) -> int:
-            return self.chat_tokenizer.count_messages(plain, tools)
+        def count(shaped: list[dict[str, Any]]) -> int:
+            return self.chat_tokenizer.count_messages(shaped, tools)
 
-        room = budget
-        while True:
-            try:
-                fit = fit_messages(messages, room, self.tokenizer, count_messages=count)
-            except ConfigError as err:
-                raise GuardError(f"budget {budget} tokens: {err}", param="messages") from None
-            # The trimmer counts role and content only; names and tool calls render too.
-            excess = self.chat_tokenizer.count_messages(fit.messages, tools) - budget
-            if excess <= 0:
-                return fit.messages, fit.changes
-            room -= excess
-            if room < 1:
-                raise GuardError(f"budget {budget} tokens is smaller than what this chat must keep", param="messages")
+        try:
+            fit = fit_messages(messages, budget, self.tokenizer, count_messages=count)
+        except ConfigError as err:
+            raise GuardError(f"budget {budget} tokens: {err}", param="messages") from None
+        changes = [replace(c, page=numbers[c.page - 1]) if c.page else c for c in fit.changes]
+        # fit_messages' indices are 0-based positions in ``messages``; the caller wants 1-based ones.
+        fitted = ChatFit(fit.messages, [i + 1 for i in fit.indices], fit.changes, fit.tokens, fit.stats)
+        return fitted, changes, dict(fit.stats)
 
     def _finish(
         self,
@@ -227,9 +234,10 @@ class RequestPath:
         )
 
 
-def _budget_report(before: list[Message], after: list[Message], changes: list[Change], seconds: float) -> StageReport:
+def _budget_report(
+    before: list[Message], after: list[Message], changes: list[Change], stats: dict[str, int | float], seconds: float
+) -> StageReport:
     chars = [sum(len(content_text(m.get("content"))) for m in ms) for ms in (before, after)]
-    stats: dict[str, int | float] = {"messages_total": len(before), "messages_kept": len(after)}
     return StageReport(BUDGET_STAGE, chars[0], chars[1], seconds, stats, changes)
 
 
