@@ -5,20 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import ConfigOption, err_console, fail, get_config
 from docsan.errors import DocsanError
 
 
 def serve(
-    config_file: Annotated[
-        Path | None,
-        typer.Option("--config", help="TOML configuration file (re-read on SIGHUP).", exists=True, dir_okay=False),
-    ] = None,
+    config_file: ConfigOption = None,
     host: Annotated[
         str | None, typer.Option("--host", help="Address to listen on (default: serve.host, 127.0.0.1).")
     ] = None,
@@ -27,6 +23,8 @@ def serve(
     ] = None,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that cleans, counts and admits every request.
+
+    The --config file is re-read on SIGHUP (and POST /admin/reload).
 
     With no tier base_url, the embedded vLLM CPU server (bundled SmolLM2) is started as the upstream.
     """
