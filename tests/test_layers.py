@@ -12,8 +12,9 @@ bottom first (docs/pipeline.md draws them):
 4. ``stages``: every registered pipeline stage;
 5. ``pipeline``, ``config_toml``: running and listing the stages;
 6. ``api``, ``batch`` and the ``docsan`` package itself: the library's entry points;
-7. ``runner``: guard, route, run;
-8. ``cli``: the front end, which nothing in the library imports.
+7. ``runner``: the shared request path, guard, route, run;
+8. ``serve``: the gateway, on the runner's request path;
+9. ``cli``: the front end, which nothing in the library imports.
 
 Units of one layer do not import each other either (``extract`` and
 ``budget`` stay independent).
@@ -45,7 +46,8 @@ LAYERS: dict[str, int] = {
     "docsan.batch": 6,
     "docsan": 6,
     "docsan.runner": 7,
-    "cli": 8,
+    "docsan.serve": 8,
+    "cli": 9,
 }
 
 
