@@ -13,8 +13,9 @@ bottom first (docs/pipeline.md draws them):
 5. ``pipeline``, ``config_toml``: running and listing the stages;
 6. ``api``, ``batch``: the library's entry points for one input and a batch;
 7. ``corpus`` and the ``docsan`` package itself: a batch in worker processes or on Ray, cross-document dedup;
-8. ``runner``: guard, route, run;
-9. ``cli``: the front end, which nothing in the library imports.
+8. ``runner``: the shared request path, guard, route, run;
+9. ``serve``: the gateway, on the runner's request path;
+10. ``cli``: the front end, which nothing in the library imports.
 
 Units of one layer do not import each other either (``extract`` and
 ``budget`` stay independent).
@@ -47,7 +48,8 @@ LAYERS: dict[str, int] = {
     "docsan.corpus": 7,
     "docsan": 7,
     "docsan.runner": 8,
-    "cli": 9,
+    "docsan.serve": 9,
+    "cli": 10,
 }
 
 
