@@ -9,6 +9,7 @@ from cli.clean import clean
 from cli.config_cmd import config
 from cli.plan import plan_cmd
 from cli.queue import queue_app
+from cli.serve import serve
 
 app = typer.Typer(
     name="docsan",
@@ -22,6 +23,7 @@ app.command(no_args_is_help=True)(ask)
 app.command("plan", no_args_is_help=True)(plan_cmd)
 app.add_typer(queue_app, name="queue")
 app.command("config")(config)
+app.command("serve")(serve)
 
 
 @app.callback()

@@ -3,7 +3,7 @@
 The incident's request bodies were up to 60% repeated text: the same pasted
 document in several turns, the same project description three times in a
 resume with a word changed. Exact hashing misses those; this stage finds them
-with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
+with MinHash-LSH and removes every later copy, keeping the first.
 
 * Units: paragraphs. A block holding several paragraphs (separated by a
   blank line: how reflow marks a paragraph end, and how a PDF extractor that
@@ -17,8 +17,9 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
   paragraphs is new (a re-sent paste with a new question keeps the question);
   then paragraphs are compared, which removes the paste alone.
 * Shingles: CJK character 5-grams, word 3-grams elsewhere, per script segment
-  (:mod:`docsan.text.shingles`). Signatures are computed in one batch with
-  ``MinHash.bulk`` and an xxhash hash function, with a fixed seed.
+  (:mod:`docsan.text.shingles`). Signatures are computed in one batch, the
+  values datasketch's ``MinHash.bulk`` gives with an xxh32 hash function and
+  a fixed seed (:mod:`docsan.text.minhash`, which says why not datasketch itself).
 * Candidates from LSH are verified by the exact Jaccard similarity of the
   shingle sets before anything is removed; a unit is only compared with units
   that were kept, so every removed unit has a surviving near-copy, named in
@@ -33,6 +34,13 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
   running text of what is left, without paragraph and page breaks, is
   searched for later copies of earlier text (:mod:`docsan.text.passages`), so
   a copy whose paragraphs broke elsewhere than its source's is found too.
+
+The cross-document stage (:mod:`docsan.corpus.dedupe`) uses this stage's
+units, signatures, verification and removal through its public methods
+(:meth:`NearDuplicates.units`, :meth:`~NearDuplicates.signatures`,
+:meth:`~NearDuplicates.verify`, :meth:`~NearDuplicates.mark`,
+:meth:`~NearDuplicates.remove`), so the two share thresholds, exemptions and
+the decision itself.
 """
 
 from __future__ import annotations
@@ -46,15 +54,14 @@ from typing import ClassVar
 
 import numpy as np
 import regex
-import xxhash
-from datasketch import MinHash
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, ChangeKind, Document
 from docsan.report import Change, ChangeCode, StageResult
-from docsan.text.banding import BandIndex, lsh_params
+from docsan.text import minhash
+from docsan.text.banding import BandIndex
 from docsan.text.batchcache import BatchCache
 from docsan.text.paragraphs import is_short_lines, paragraph_spans, split_paragraphs
 from docsan.text.passages import Entry, Passage, cut_spans, find_passages
@@ -83,7 +90,7 @@ _Para = tuple[int, int, int | None]
 
 
 @dataclass(slots=True)
-class _Unit:
+class Unit:
     page: int  # index into doc.pages
     blocks: list[int]  # indices into the page's blocks
     text: str
@@ -105,12 +112,12 @@ def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
     return shingle(text, cjk_n=cjk_n, word_n=word_n)
 
 
-# 16,384 signatures of 128 64-bit values: 16 MB at most.
+# 16,384 signatures of 128 32-bit values: 8 MB at most.
 _SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
 
 
 def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) -> np.ndarray:
-    """MinHash signatures (one row per set), datasketch's ``MinHash.bulk`` for the sets not seen before.
+    """MinHash signatures (one row per set; :func:`docsan.text.minhash.signatures` for the sets not seen before).
 
     A signature depends only on the set, ``num_perm`` and ``seed``, so it is
     kept across calls (docsan.text.batchcache): a re-sent chat history
@@ -118,10 +125,7 @@ def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) ->
     """
 
     def compute(keys: list[tuple[frozenset[str], int, int]]) -> list[np.ndarray]:
-        hashed = [[g.encode("utf-8", "surrogatepass") for g in k[0]] for k in keys]
-        return [
-            m.hashvalues for m in MinHash.bulk(hashed, num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)
-        ]
+        return list(minhash.signatures([k[0] for k in keys], num_perm, seed))
 
     rows = _SIGNATURES.get_many([(s, num_perm, seed) for s in shingle_sets], compute)
     return np.array(rows).reshape(len(rows), num_perm)
@@ -147,7 +151,7 @@ class _Pass:
     protected: set[_Para] = field(default_factory=set)  # boilerplate kept in every section
 
 
-def _paragraph_range(unit: _Unit, doc: Document) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+def _paragraph_range(unit: Unit, doc: Document) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """The first and last paragraph (page, block, paragraph index) a unit covers."""
     if unit.paragraph is not None:
         key = (unit.page, unit.blocks[0], unit.paragraph)
@@ -161,7 +165,8 @@ def _passage_text(doc: Document, pieces: tuple[tuple[Hashable, int, int], ...]) 
     return " ".join(doc.pages[i].blocks[j].text[lo:hi] for (i, j), lo, hi in pieces)
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
+    """What a report entry quotes of the text a removed unit duplicated."""
     return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
 
 
@@ -274,37 +279,49 @@ class NearDuplicates:
         removed = {key for p in passes for key in p.removed}
         passes.append(self._dedupe(self._paragraph_units(doc, removed), doc, "paragraph", sections))
         removed |= passes[-1].removed
-        # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks);
-        # as spans of text, so that passages can be cut from the same blocks.
-        spans = {
-            key: [span for k, span in enumerate(paragraph_spans(doc.pages[key[0]].blocks[key[1]].text)) if k in ks]
-            for key, ks in passes[-1].cut.items()
-        }
+        # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
+        cut = passes[-1].cut
+        spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         if self.spans and not doc.is_chat:
-            passes.append(self._cut_passages(doc, removed, spans, passes[-1].protected))
+            passes.append(self._cut_passages(doc, removed, cut, passes[-1].protected))
             removed |= passes[-1].removed
-            for key, new in passes[-1].spans.items():
-                spans[key] = spans.get(key, []) + new
+            spans = passes[-1].spans
         changes = [c for p in passes for c in p.changes]
         stats: dict[str, int | float] = defaultdict(int)
         for p in passes:
             for key, value in p.stats.items():
                 stats[key] += value
-        if not removed and not spans:
-            return StageResult(doc, changes, dict(stats))
+        return StageResult(self.remove(doc, removed, cut, spans), changes, dict(stats))
+
+    def remove(
+        self,
+        doc: Document,
+        removed: set[tuple[int, int]],
+        cut: dict[tuple[int, int], set[int]],
+        spans: dict[tuple[int, int], list[tuple[int, int]]] | None = None,
+    ) -> Document:
+        """``doc`` without the ``removed`` (page, block) blocks, the ``cut`` paragraphs and the ``spans`` of others."""
+        spans = spans or {}
+        if not removed and not cut and not spans:
+            return doc
         pages = []
         for i, page in enumerate(doc.pages):
-            if any((i, j) in removed or (i, j) in spans for j in range(len(page.blocks))):
+            if any((i, j) in removed or (i, j) in cut or (i, j) in spans for j in range(len(page.blocks))):
                 blocks = []
                 for j, block in enumerate(page.blocks):
                     if (i, j) in removed:
                         continue
                     if (i, j) in spans:
-                        block = block.with_text(cut_spans(block.text, spans[(i, j)]))
+                        block = block.with_text(
+                            cut_spans(block.text, _paragraphs_cut(block.text, cut.get((i, j))) + spans[(i, j)])
+                        )
+                    elif (i, j) in cut:
+                        kept = [p for k, p in enumerate(split_paragraphs(block.text)) if k not in cut[(i, j)]]
+                        block = block.with_text("\n\n".join(kept))
                     blocks.append(block)
                 page = page.with_blocks(blocks)
             pages.append(page)
-        return StageResult(dc_replace(doc, pages=tuple(pages)), changes, dict(stats))
+        return dc_replace(doc, pages=tuple(pages))
 
     # -- units --------------------------------------------------------------------------------------
 
@@ -315,17 +332,18 @@ class NearDuplicates:
             return not self.exempt_tables
         return not (block.kind is BlockKind.HEADING and self.exempt_headings)
 
-    def _shingle(self, text: str) -> Shingled:
+    def shingled(self, text: str) -> Shingled:
+        """``text``'s shingles with this stage's n-gram sizes (cached across calls)."""
         return _shingle_cached(text, self.cjk_ngram, self.word_ngram)
 
-    def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
+    def _unit(self, page: int, blocks: list[int], text: str, label: str) -> Unit | None:
         # Three times the raw length bounds the weighted normalised one (Shingled.length):
         # texts too short for either are dropped before shingling.
         if 3 * len(text) < self.min_chars:
             return None
-        return _Unit(page, blocks, text, self._shingle(text), label)
+        return Unit(page, blocks, text, self.shingled(text), label)
 
-    def _message_units(self, doc: Document) -> list[_Unit]:
+    def _message_units(self, doc: Document) -> list[Unit]:
         units = []
         for i, page in enumerate(doc.pages):
             idx = [j for j, b in enumerate(page.blocks) if self._eligible(b)]
@@ -338,13 +356,13 @@ class NearDuplicates:
             # A message's shingles are its paragraphs' (the paragraph pass
             # needs those anyway): only n-grams across a paragraph break are
             # missing, which a copy shares with its original all the same.
-            parts = tuple(self._shingle(t) for t in texts)
+            parts = tuple(self.shingled(t) for t in texts)
             whole = parts[0] if len(parts) == 1 else _union(parts)
-            unit = _Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
+            unit = Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
             units.append(unit)
         return units
 
-    def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
+    def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[Unit]:
         groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
         for i, page in enumerate(doc.pages):
             group: list[int] = []
@@ -376,23 +394,56 @@ class NearDuplicates:
 
     # -- deduplication ------------------------------------------------------------------------------
 
-    def _dedupe(self, units: list[_Unit], doc: Document, scale: str, sections: Sections) -> _Pass:
+    def units(self, doc: Document) -> list[Unit]:
+        """The paragraphs of ``doc`` this stage compares (exemptions and ``min_chars`` applied), in reading order."""
+        return [u for u in self._paragraph_units(doc, set()) if u.sh.length >= self.min_chars]
+
+    def signatures(self, units: list[Unit]) -> tuple[dict[int, int], np.ndarray]:
+        """MinHash signatures of the units that have n-grams: ``{id(unit): row}`` and the matrix of rows."""
+        long_units = [u for u in units if u.sh.has_ngrams]
+        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
+        return {id(u): i for i, u in enumerate(long_units)}, matrix
+
+    @property
+    def bands(self) -> tuple[int, int]:
+        """(bands, rows per band) of the LSH index."""
+        # Tuned below the decision threshold: more candidates, fewer misses; the exact Jaccard check
+        # removes the false ones.
+        return minhash.lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
+
+    def verify(self, unit: Unit, earlier: Shingled) -> float:
+        """The exact Jaccard similarity when ``unit`` is a copy of ``earlier`` by this stage's rules, else 0."""
+        score = _jaccard(unit.sh.shingles, earlier.shingles)
+        return score if score >= self.threshold and self._nothing_new(unit, earlier) else 0.0
+
+    @staticmethod
+    def describe(score: float) -> str:
+        return "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
+
+    @staticmethod
+    def mark(unit: Unit, doc: Document, removed: set[tuple[int, int]], cut: dict[tuple[int, int], set[int]]) -> None:
+        """Record ``unit`` as removed: its blocks, or its paragraph of a block (the whole block once all went)."""
+        if unit.paragraph is None:
+            removed.update((unit.page, j) for j in unit.blocks)
+            return
+        (j,) = unit.blocks
+        cut[(unit.page, j)].add(unit.paragraph)
+        if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
+            removed.add((unit.page, j))  # every paragraph went: the block goes
+            del cut[(unit.page, j)]
+
+    def _dedupe(self, units: list[Unit], doc: Document, scale: str, sections: Sections) -> _Pass:
         """Every unit that duplicates an earlier kept one, compared in document order (boilerplate excepted)."""
         found = _Pass()
         stats = found.stats
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
-        long_units = [u for u in units if u.sh.has_ngrams]
-        row = {id(u): i for i, u in enumerate(long_units)}
-        # LSH tuned below the decision threshold: more candidates, fewer misses;
-        # the exact Jaccard check removes the false ones.
-        bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
-        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
-        index = BandIndex(matrix, bands, rows)
-        kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
-        exact: dict[str, _Unit] = {}
-        kept: dict[int, _Unit] = {}  # by id: the kept units that have copies
-        copies: dict[int, list[tuple[_Unit, float]]] = defaultdict(list)  # kept unit (id) -> its copies
+        row, matrix = self.signatures(units)
+        index = BandIndex(matrix, *self.bands)
+        kept_rows: dict[int, Unit] = {}  # signature row -> kept unit
+        exact: dict[str, Unit] = {}
+        kept: dict[int, Unit] = {}  # by id: the kept units that have copies
+        copies: dict[int, list[tuple[Unit, float]]] = defaultdict(list)  # kept unit (id) -> its copies
         for unit in units:
             best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
             if verified:
@@ -416,8 +467,8 @@ class NearDuplicates:
         return found
 
     def _settle(
-        self, best: _Unit, copies: list[tuple[_Unit, float]], doc: Document, sections: Sections, found: _Pass
-    ) -> list[tuple[_Unit, _Unit, float]]:
+        self, best: Unit, copies: list[tuple[Unit, float]], doc: Document, sections: Sections, found: _Pass
+    ) -> list[tuple[Unit, Unit, float]]:
         """What goes of ``best`` and its copies, as (unit, the kept one it copies, similarity).
 
         All the copies, unless they are the sections' boilerplate: then one
@@ -445,7 +496,7 @@ class NearDuplicates:
                 found.stats["boilerplate_kept"] += 1
         return out
 
-    def _boilerplate(self, members: list[_Unit], doc: Document, sections: Sections) -> dict[int, _Unit]:
+    def _boilerplate(self, members: list[Unit], doc: Document, sections: Sections) -> dict[int, Unit]:
         """The copies of one paragraph to keep as boilerplate (by id): one per section, or none.
 
         In a section that holds it more than once (a copy pasted into the
@@ -454,7 +505,7 @@ class NearDuplicates:
         """
         if sections.count < 2:
             return {}
-        chosen: dict[int, tuple[_Unit, Occurrence]] = {}
+        chosen: dict[int, tuple[Unit, Occurrence]] = {}
         for u in members:  # in document order
             o = occurrence(sections, *_paragraph_range(u, doc))
             held = chosen.get(o.section)
@@ -464,19 +515,11 @@ class NearDuplicates:
             return {}
         return {id(u): u for u, _ in chosen.values()}
 
-    def _remove(self, unit: _Unit, best: _Unit, score: float, doc: Document, scale: str, found: _Pass) -> None:
-        if unit.paragraph is None:
-            found.removed.update((unit.page, j) for j in unit.blocks)
-        else:
-            (j,) = unit.blocks
-            found.cut[(unit.page, j)].add(unit.paragraph)
-            if len(found.cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
-                found.removed.add((unit.page, j))  # every paragraph went: the block goes
-                del found.cut[(unit.page, j)]
-        what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
-        reason = f"{scale} {what} of {best.label}"
+    def _remove(self, unit: Unit, best: Unit, score: float, doc: Document, scale: str, found: _Pass) -> None:
+        self.mark(unit, doc, found.removed, found.cut)
+        reason = f"{scale} {self.describe(score)} of {best.label}"
         page = doc.pages[unit.page].number
-        found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
+        found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=quote(best.text)))
         found.stats[f"{scale}s_removed"] += 1
         found.stats["chars_removed"] += len(unit.text)
 
@@ -486,10 +529,10 @@ class NearDuplicates:
         self,
         doc: Document,
         removed: set[tuple[int, int]],
-        spans: dict[tuple[int, int], list[tuple[int, int]]],
+        cut: dict[tuple[int, int], set[int]],
         protected: set[_Para],
     ) -> _Pass:
-        """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``spans`` cut).
+        """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``cut`` paragraphs).
 
         The running text skips what went already; tables and blocks of short
         lines (a form's fields or a table read as text: what reflow leaves
@@ -506,9 +549,9 @@ class NearDuplicates:
                 if (block.kind is BlockKind.TABLE and self.exempt_tables) or is_short_lines(block.text):
                     entries.append(((i, j), None, 0, False))
                     continue
-                gone = spans.get((i, j), [])
+                gone = cut.get((i, j), set())
                 for k, (lo, hi) in enumerate(paragraph_spans(block.text)):
-                    if (lo, hi) not in gone:
+                    if k not in gone:
                         keep = (i, j, k) in protected or (i, j, None) in protected
                         entries.append(((i, j), block.text[lo:hi], lo, keep))
         passages = find_passages(entries, min_weight=self.min_span_chars, piece_weight=self.min_chars)
@@ -526,42 +569,43 @@ class NearDuplicates:
                 by_block[key].append(passage)
         for key, here in by_block.items():
             original = doc.pages[key[0]].blocks[key[1]].text
-            before = cut_spans(original, spans.get(key, []))
+            gone = _paragraphs_cut(original, cut.get(key))
+            before = cut_spans(original, gone)
             found.spans[key] = [(lo, hi) for p in here for k, lo, hi in p.pieces if k == key]
-            after = cut_spans(original, spans.get(key, []) + found.spans[key])
+            after = cut_spans(original, gone + found.spans[key])
             pages_of = sorted({doc.pages[k[0]].number for p in here for k, *_ in p.source})
             reason = f"repeated passage of page{'s' if len(pages_of) > 1 else ''} {', '.join(map(str, pages_of))}"
-            quote = " … ".join(_passage_text(doc, p.source) for p in here)
+            sources = " … ".join(_passage_text(doc, p.source) for p in here)
             page = doc.pages[key[0]].number
             found.changes.append(
-                PASSAGE.change(reason, page, before, replacement=after or None, duplicate_of=_quote(quote))
+                PASSAGE.change(reason, page, before, replacement=after or None, duplicate_of=quote(sources))
             )
             found.stats["chars_removed"] += len(before) - len(after)
             if not after:
                 found.removed.add(key)
         return found
 
-    def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
+    def _nothing_new(self, unit: Unit, earlier: Shingled) -> bool:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
-        if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
+        if not all(_containment(p.shingles, earlier.shingles) >= self.threshold for p in unit.parts):
             return False
-        known = earlier.sh.shingles
+        known = earlier.shingles
         if novel_length(unit.text, known, cjk_n=self.cjk_ngram, word_n=self.word_ngram) >= self.min_new_chars:
             return False
         numbers = _NUMBER.findall(unit.sh.normalized)
         short = unit.sh.length < self.fact_chars
         if not short and sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
             return True
-        return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
+        return not Counter(numbers) - Counter(_NUMBER.findall(earlier.normalized))
 
     def _match(
         self,
-        unit: _Unit,
+        unit: Unit,
         sig_row: int | None,
         index: BandIndex,
-        kept: dict[int, _Unit],
-        exact: dict[str, _Unit],
-    ) -> tuple[_Unit | None, float, int]:
+        kept: dict[int, Unit],
+        exact: dict[str, Unit],
+    ) -> tuple[Unit | None, float, int]:
         """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
         if same is not None:
@@ -571,7 +615,12 @@ class NearDuplicates:
         best, best_score = None, 0.0
         candidates = sorted(index.query(sig_row))
         for key in candidates:
-            score = _jaccard(unit.sh.shingles, kept[key].sh.shingles)
-            if score >= self.threshold and score > best_score and self._nothing_new(unit, kept[key]):
+            score = self.verify(unit, kept[key].sh)
+            if score > best_score:
                 best, best_score = kept[key], score
         return best, best_score, len(candidates)
+
+
+def _paragraphs_cut(text: str, paragraphs: set[int] | None) -> list[tuple[int, int]]:
+    """Where the paragraphs of ``text`` with these indices are."""
+    return [span for k, span in enumerate(paragraph_spans(text)) if k in (paragraphs or ())]
