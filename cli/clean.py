@@ -16,7 +16,8 @@ from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import render_json, render_messages, render_text
+from docsan.render import render_html, render_messages, render_text
+from docsan.serialize import clean_output
 
 INPUT_SUFFIXES = {".pdf", ".txt", ".md", ".markdown", ".json", ".text"}
 
@@ -25,6 +26,7 @@ class OutputFormat(StrEnum):
     text = "text"
     markdown = "markdown"
     json = "json"
+    html = "html"
 
 
 class TablePolicy(StrEnum):
@@ -59,15 +61,20 @@ def expand_inputs(paths: list[Path]) -> list[Path]:
 def render(result: CleanResult, fmt: OutputFormat, *, table_html: bool) -> str:
     doc = result.document
     if fmt is OutputFormat.json:
-        return render_json(doc, result.report.to_dict())
+        return json.dumps(clean_output(result), ensure_ascii=False, indent=2)
+    if fmt is OutputFormat.html:
+        return render_html(doc)
     if doc.is_chat:
         return json.dumps(render_messages(doc), ensure_ascii=False, indent=2)
     return render_text(doc, markdown=fmt is OutputFormat.markdown, table_html=table_html)
 
 
+_SUFFIX = {OutputFormat.text: ".txt", OutputFormat.markdown: ".md", OutputFormat.html: ".html"}
+
+
 def output_path(out_dir: Path, src: Path, fmt: OutputFormat, is_chat: bool, taken: set[Path] | None = None) -> Path:
     """Where ``src``'s output goes; an input named like an earlier one (a/x.txt, b/x.txt) gets -2, -3..."""
-    suffix = ".json" if fmt is OutputFormat.json or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
+    suffix = ".json" if fmt is OutputFormat.json or (is_chat and fmt is not OutputFormat.html) else _SUFFIX[fmt]
     stem = src.name if src.suffix.lower() != suffix else src.stem + ".clean"
     path, n = out_dir / (stem + suffix), 1
     while taken is not None and path in taken:
@@ -86,7 +93,7 @@ def clean(
         Path | None, typer.Option("-o", "--output", help="Output file (one input) or folder (several).")
     ] = None,
     fmt: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text, markdown, or json (text + statistics + removals).")
+        OutputFormat, typer.Option("--format", "-f", help="text, markdown, json (text, pages, blocks, report), html.")
     ] = OutputFormat.text,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")

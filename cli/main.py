@@ -5,10 +5,12 @@ from __future__ import annotations
 import typer
 
 from cli.ask import ask
+from cli.chunk import chunk
 from cli.clean import clean
 from cli.config_cmd import config
 from cli.plan import plan_cmd
 from cli.queue import queue_app
+from cli.schema import schema
 
 app = typer.Typer(
     name="docsan",
@@ -18,10 +20,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command(no_args_is_help=True)(clean)
+app.command(no_args_is_help=True)(chunk)
 app.command(no_args_is_help=True)(ask)
 app.command("plan", no_args_is_help=True)(plan_cmd)
 app.add_typer(queue_app, name="queue")
 app.command("config")(config)
+app.command("schema")(schema)
 
 
 @app.callback()

@@ -8,11 +8,14 @@ Typical use::
     print(result.text)                 # the cleaned text
     for change in result.report.changes:
         print(change.stage, change.reason, change.text[:40])
+    for piece in docsan.chunk(result, max_tokens=512):
+        print(piece.num_tokens, piece.page_numbers, piece.headings)
 
 The library never imports the command-line front end (``cli``).
 """
 
 from docsan.api import clean_document, clean_file, clean_text
+from docsan.chunking import Chunk, chunk
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.errors import ConfigError, DocsanError, InputError
 from docsan.model import BBox, Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
@@ -27,6 +30,7 @@ __all__ = [
     "BlockKind",
     "Cell",
     "Change",
+    "Chunk",
     "CleanResult",
     "Config",
     "ConfigError",
@@ -41,6 +45,7 @@ __all__ = [
     "Source",
     "StageResult",
     "Table",
+    "chunk",
     "clean_document",
     "clean_file",
     "clean_text",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 
 class BlockKind(StrEnum):
@@ -173,3 +174,16 @@ class Document:
     @property
     def is_chat(self) -> bool:
         return self.kind is DocumentKind.CHAT
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data with a ``schema_version`` (``docsan schema document`` describes it)."""
+        from docsan.serialize import document_to_dict
+
+        return document_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Document:
+        """Read back what :meth:`to_dict` wrote; raises :class:`docsan.errors.InputError` on bad data."""
+        from docsan.serialize import document_from_dict
+
+        return document_from_dict(data)
