@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import corpus_dir, text_layer_files  # noqa: E402
-
 import docsan  # noqa: E402
+from bench.common import corpus_dir, text_layer_files  # noqa: E402
 from docsan.budget.tokenizer import Tokenizer  # noqa: E402
 from docsan.render import render_text, table_to_markdown  # noqa: E402
 
@@ -30,12 +30,12 @@ LIMITS = (128, 512)
 
 
 def _tables(result: docsan.CleanResult) -> list[tuple[str, list[str]]]:
-    """(header line, body lines) of every table as rendered in the text."""
+    """(header line and separator line, body lines) of every table as rendered in the text."""
     out = []
     for _, block in result.document.blocks():
         if block.table is not None and block.table.n_rows:
             lines = table_to_markdown(block.table).splitlines()
-            out.append((lines[0], lines[2:]))
+            out.append(("\n".join(lines[:2]), lines[2:]))
     return out
 
 
@@ -43,11 +43,17 @@ def _score(chunks: list[str], tables: list[tuple[str, list[str]]], limit: int, t
     counts = tok.count_batch(chunks)
     chunk_lines = [set(c.splitlines()) for c in chunks]
     cut_rows = headless = 0
+    # A row line that also occurs in another table (an empty row, a repeated label) tells nothing
+    # about which table a chunk holds; only rows of one table, other than headers, are looked for.
+    seen_in = Counter(row for _, body in tables for row in set(body))
+    headers = {header.split("\n")[0] for header, _ in tables}
     for header, body in tables:
         # A row is cut when no chunk holds it as a whole line.
         cut_rows += sum(1 for row in body if not any(row in lines for lines in chunk_lines))
         # A piece is headless when a chunk holds rows of the table but not its header line.
-        headless += sum(1 for lines in chunk_lines if header not in lines and any(row in lines for row in body))
+        first = header.split("\n")[0]
+        own = [row for row in body if seen_in[row] == 1 and row not in headers]
+        headless += sum(1 for lines in chunk_lines if first not in lines and any(row in lines for row in own))
     return {
         "chunks": len(chunks),
         "over_limit": sum(1 for n in counts if n > limit),
@@ -113,9 +119,9 @@ def markdown(result: dict) -> str:
         "| mean fill | seconds |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    wide = [f"{result[f'rows_wider_than_limit_with_header_{n}']} at {n}" for n in LIMITS]
+    lines[1:1] = [f"Rows that do not fit under their header within the limit: {', '.join(wide)}.", ""]
     for limit in LIMITS:
-        wide = result[f"rows_wider_than_limit_with_header_{limit}"]
-        lines.insert(1, f"At {limit} tokens, {wide} rows do not fit under their header line at all.")
         for name, r in result[f"limit_{limit}"].items():
             lines.append(
                 f"| {limit} | {name} | {r['chunks']} | {r['over_limit']} | {r['max_tokens']} | {r['table_rows_cut']} "

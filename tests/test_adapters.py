@@ -51,7 +51,7 @@ def test_loader_document_mode_gives_one_document_per_file(fixtures_dir: Path) ->
 
 
 def test_loader_names_an_unreadable_file(corpus: Path) -> None:
-    with pytest.raises(docsan.InputError, match="broken_not_a_pdf.pdf"):
+    with pytest.raises(docsan.InputError, match=r"broken_not_a_pdf\.pdf"):
         DocsanLoader(corpus / "broken_not_a_pdf.pdf").load()
 
 
