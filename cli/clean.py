@@ -12,11 +12,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import err_console, error_line, fail, get_config
+from cli.summary import Summary
+from docsan.budget.tokenizer import Tokenizer
 from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.pipeline import CleanResult, Pipeline
 from docsan.render import render_html, render_messages, render_text
+from docsan.report_html import render_report_html
 from docsan.serialize import clean_output
 
 INPUT_SUFFIXES = {".pdf", ".txt", ".md", ".markdown", ".json", ".text"}
@@ -47,14 +50,26 @@ class OcrMode(StrEnum):
     never = "never"
 
 
-def expand_inputs(paths: list[Path]) -> list[Path]:
-    """Directories expand to the supported files inside them, sorted for stable output."""
+def expand_inputs(paths: list[Path], *, exclude: Path | None = None, quiet: bool = False) -> list[Path]:
+    """Directories expand to the supported files inside them, sorted for stable output.
+
+    Files under ``exclude`` (the output folder, which may sit inside an input
+    folder) are never inputs: a second run would clean the first run's output.
+    Unsupported files in a folder are listed on stderr as skipped, unless ``quiet``.
+    """
     out: list[Path] = []
+    skip_root = exclude.resolve() if exclude is not None else None
     for p in paths:
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in INPUT_SUFFIXES))
-        else:
+        if not p.is_dir():
             out.append(p)
+            continue
+        for f in sorted(f for f in p.rglob("*") if f.is_file()):
+            if skip_root is not None and f.resolve().is_relative_to(skip_root):
+                continue
+            if f.suffix.lower() in INPUT_SUFFIXES:
+                out.append(f)
+            elif not quiet:
+                err_console.print(f"docsan: skipped {f}: unsupported file type", highlight=False, markup=False)
     return out
 
 
@@ -133,11 +148,21 @@ def clean(
         str | None,
         typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
     ] = None,
+    html_report: Annotated[
+        Path | None,
+        typer.Option("--html-report", help="Write a page showing every removal beside the original (one for all)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="No summary at the end; errors only.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Summary even when stderr is not a terminal, with extraction notes.")
+    ] = False,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
     Every removal is recorded: use --report to see what went and why.
     """
+    if quiet and verbose:
+        fail("-q and -v exclude each other", 2)
     config: Config = get_config(config_file)
     extract: dict[str, object] = {}
     if lang:
@@ -154,7 +179,7 @@ def clean(
     except DocsanError as err:
         fail(str(err), 2)
 
-    inputs = expand_inputs(paths)
+    inputs = expand_inputs(paths, exclude=output, quiet=quiet)
     if not inputs:
         fail("no input files found", 2)
     several = len(inputs) > 1 or any(p.is_dir() for p in paths)
@@ -164,6 +189,13 @@ def clean(
         assert output is not None
         output.mkdir(parents=True, exist_ok=True)
 
+    show_summary = not quiet and (verbose or err_console.is_terminal)
+    try:
+        count = Tokenizer.load(tokenizer).count if show_summary or html_report is not None else None
+    except DocsanError as err:
+        fail(str(err), 2)
+    summary = Summary(count, verbose=verbose) if count is not None and show_summary else None
+    results: list[CleanResult] = []
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
     failed = 0
@@ -181,9 +213,11 @@ def clean(
         for src in inputs:
             progress.update(task, description=f"cleaning {src.name}")
             try:
-                result = pipeline.run(load(src, config.extract))
+                result = pipeline.run(load(src, config.extract), count=count if html_report else None)
             except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
                 failed += 1
+                if summary is not None:
+                    summary.failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
                 known = isinstance(err, DocsanError)
                 error_line(str(err) if known else f"{src}: internal error ({type(err).__name__}: {err})")
@@ -200,16 +234,30 @@ def clean(
             else:
                 sys.stdout.write(text + "\n")
             reports.append(result.report.to_dict())
+            if html_report is not None:
+                results.append(result)
+            if summary is not None:
+                summary.add(result, text)
             progress.advance(task)
 
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports
         report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if html_report is not None:
+        html_report.parent.mkdir(parents=True, exist_ok=True)
+        html_report.write_text(render_report_html(results, title=_report_title(inputs)), encoding="utf-8")
+    if summary is not None:
+        for line in summary.lines():
+            err_console.print(line, highlight=False, markup=False)
     if failed:
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")
         raise typer.Exit(1)
+
+
+def _report_title(inputs: list[Path]) -> str:
+    return f"docsan report: {inputs[0]}" if len(inputs) == 1 else f"docsan report: {len(inputs)} files"
 
 
 def _table_html(config: Config) -> bool:
