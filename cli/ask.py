@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 from docsan.errors import DocsanError
 
 if TYPE_CHECKING:
@@ -48,17 +48,22 @@ def ask(
         bool | None, typer.Option("--stream/--no-stream", help="Stream the answer (default: on a terminal).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the routing decision; run nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    fmt: FormatOption = TextOrJson.text,
+    json_alias: JsonAlias = False,
     backend: Annotated[
         BackendChoice | None, typer.Option("--backend", help="embedded (CPU, default), inprocess (GPU), remote.")
     ] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Remote backend: one OpenAI-compatible server for every tier.")
     ] = None,
-    model: Annotated[
+    tokenizer: Annotated[
         Path | None,
-        typer.Option("--model", help="Served model folder whose tokenizer counts the prompt (default: bundled)."),
+        typer.Option(
+            "--tokenizer",
+            help="The served model's folder: its tokenizer and chat template count the prompt (default: bundled).",
+        ),
     ] = None,
+    model_alias: Annotated[Path | None, typer.Option("--model", hidden=True, help="The same as --tokenizer.")] = None,
     config_file: Annotated[
         Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
     ] = None,
@@ -74,6 +79,7 @@ def ask(
     from docsan.runner.errors import GuardError
     from docsan.runner.queue import DeferredQueue
 
+    as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     backend_name = backend.value if backend else config.runner.backend
     try:
@@ -87,7 +93,7 @@ def ask(
             max_tokens=max_tokens,
             priority=priority,
             coerce=coerce,
-            model_dir=model,
+            model_dir=tokenizer or model_alias,
             on_convert=lambda msg: err_console.print(f"docsan: {msg}", highlight=False),
         )
     except GuardError as err:

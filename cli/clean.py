@@ -105,13 +105,15 @@ def clean(
         list[Path], typer.Argument(help="Files or folders to clean ('-' reads standard input).", show_default=False)
     ],
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Output file (one input) or folder (several).")
+        Path | None,
+        typer.Option("-o", "--output", help="Output file (one input; '-': standard output) or folder (several)."),
     ] = None,
     fmt: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="text, markdown, json (text, pages, blocks, report), html.")
     ] = OutputFormat.text,
     report: Annotated[
-        Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")
+        Path | None,
+        typer.Option("--report", help="Write the audit of every removal and change as JSON ('-': standard output)."),
     ] = None,
     lang: Annotated[
         str | None, typer.Option("--lang", help="Tesseract languages for OCR (default: chi_sim+eng).")
@@ -179,6 +181,10 @@ def clean(
     except DocsanError as err:
         fail(str(err), 2)
 
+    output = None if output is not None and _is_stdout(output) else output
+    to_stdout = [name for name, p in (("--report", report), ("--html-report", html_report)) if _is_stdout(p)]
+    if to_stdout and (output is None or len(to_stdout) > 1):
+        fail(f"{' and '.join(to_stdout)} - and the cleaned text cannot all go to standard output: give -o FILE", 2)
     inputs = expand_inputs(paths, exclude=output, quiet=quiet)
     if not inputs:
         fail("no input files found", 2)
@@ -241,12 +247,10 @@ def clean(
             progress.advance(task)
 
     if report is not None:
-        report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports
-        report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        _write(report, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
     if html_report is not None:
-        html_report.parent.mkdir(parents=True, exist_ok=True)
-        html_report.write_text(render_report_html(results, title=_report_title(inputs)), encoding="utf-8")
+        _write(html_report, render_report_html(results, title=_report_title(inputs)))
     if summary is not None:
         for line in summary.lines():
             err_console.print(line, highlight=False, markup=False)
@@ -254,6 +258,19 @@ def clean(
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")
         raise typer.Exit(1)
+
+
+def _is_stdout(path: Path | None) -> bool:
+    return path is not None and str(path) == "-"
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a report file, or standard output for ``-``."""
+    if _is_stdout(path):
+        sys.stdout.write(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 def _report_title(inputs: list[Path]) -> str:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 from docsan.errors import DocsanError
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
@@ -30,7 +30,8 @@ def plan_cmd(
     reserve_gib: Annotated[
         float, typer.Option("--reserve-gib", help="Activation/CUDA-context reserve subtracted before the KV cache.")
     ] = DEFAULT_RESERVE_BYTES / GIB,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    fmt: FormatOption = TextOrJson.text,
+    json_alias: JsonAlias = False,
     config_file: Annotated[
         Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
     ] = None,
@@ -39,6 +40,7 @@ def plan_cmd(
 
     Exits 1 when the configuration cannot be served, saying what would fit.
     """
+    as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     try:
         tiers = build_tiers(config.runner.tiers)

@@ -10,28 +10,36 @@ from typing import Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
+from cli.help import Command, Group
 from docsan.errors import DocsanError
 from docsan.runner.backends.factory import make_backend
 from docsan.runner.queue import DeferredQueue, Job, run_pending
 from docsan.runner.tiers import build_tiers
 
-queue_app = typer.Typer(help="Inspect and drain the deferred queue.", no_args_is_help=True)
+queue_app = typer.Typer(
+    help="Inspect and drain the deferred queue.",
+    no_args_is_help=True,
+    cls=Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
 ]
 
 
-@queue_app.command("list")
+@queue_app.command("list", cls=Command)
 def list_jobs(
     status: Annotated[
         str | None, typer.Option("--status", help="Only jobs in this state: pending, running, done, failed.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per job, one per line.")] = False,
+    fmt: FormatOption = TextOrJson.text,
+    json_alias: JsonAlias = False,
     config_file: ConfigOpt = None,
 ) -> None:
-    """List queued jobs, oldest first."""
+    """List queued jobs, oldest first (--format json: one JSON object per job, one per line)."""
+    as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     queue = DeferredQueue(config.runner.queue_path)
     for job in queue.list(status):
@@ -41,7 +49,7 @@ def list_jobs(
             sys.stdout.write(_line(job) + "\n")
 
 
-@queue_app.command("run")
+@queue_app.command("run", cls=Command)
 def run_jobs(
     limit: Annotated[int | None, typer.Option("--limit", help="Run at most this many jobs.", min=1)] = None,
     backend: Annotated[
@@ -50,7 +58,7 @@ def run_jobs(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Remote backend server for every tier.")] = None,
     config_file: ConfigOpt = None,
 ) -> None:
-    """Run pending jobs on their tiers and store the answers (see them with `queue list --json`)."""
+    """Run pending jobs on their tiers and store the answers (see them with `queue list --format json`)."""
     config = get_config(config_file)
     try:
         runner_backend = make_backend(backend or config.runner.backend, config.runner, base_url=base_url)
