@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 from docsan.errors import DocsanError
+
+from .common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 
 if TYPE_CHECKING:
     from docsan.runner.ask import Answer, Prepared

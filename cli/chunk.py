@@ -9,14 +9,15 @@ from typing import Annotated, TextIO
 
 import typer
 
-from cli.clean import expand_inputs
-from cli.common import error_line, fail, get_config
 from docsan.budget.tokenizer import Tokenizer
 from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
 from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.pipeline import Pipeline
+
+from .clean import expand_inputs
+from .common import error_line, fail, get_config
 
 
 def chunk(

@@ -11,8 +11,6 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.common import err_console, error_line, fail, get_config
-from cli.summary import Summary
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import Config
 from docsan.errors import DocsanError
@@ -21,6 +19,9 @@ from docsan.pipeline import CleanResult, Pipeline
 from docsan.render import render_html, render_messages, render_text
 from docsan.report_html import render_report_html
 from docsan.serialize import clean_output
+
+from .common import err_console, error_line, fail, get_config
+from .summary import Summary
 
 INPUT_SUFFIXES = {".pdf", ".txt", ".md", ".markdown", ".json", ".text"}
 

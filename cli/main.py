@@ -6,14 +6,14 @@ from typing import Annotated
 
 import typer
 
-from cli.ask import ask
-from cli.chunk import chunk
-from cli.clean import clean
-from cli.config_cmd import config
-from cli.help import Command, Group
-from cli.plan import plan_cmd
-from cli.queue import queue_app
-from cli.schema import schema
+from .ask import ask
+from .chunk import chunk
+from .clean import clean
+from .config_cmd import config
+from .help import Command, Group
+from .plan import plan_cmd
+from .queue import queue_app
+from .schema import schema
 
 # -h as well as --help, on every command.
 CONTEXT = {"help_option_names": ["-h", "--help"]}

@@ -9,13 +9,14 @@ from typing import Annotated
 
 import typer
 
-from cli.common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 from docsan.errors import DocsanError
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
 from docsan.runner.planner import DEFAULT_RESERVE_BYTES, Plan, plan
 from docsan.runner.tiers import GIB, build_tiers
 from docsan.runner.validate import tier_problems
+
+from .common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 
 
 def plan_cmd(

@@ -10,12 +10,13 @@ from typing import Annotated
 
 import typer
 
-from cli.common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
-from cli.help import Command, Group
 from docsan.errors import DocsanError
 from docsan.runner.backends.factory import make_backend
 from docsan.runner.queue import DeferredQueue, Job, run_pending
 from docsan.runner.tiers import build_tiers
+
+from .common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
+from .help import Command, Group
 
 queue_app = typer.Typer(
     help="Inspect and drain the deferred queue.",

@@ -17,6 +17,7 @@ from docsan.config import Config
 from docsan.render import render_text
 from docsan.runner.backends.base import Backend, Generation, GenerationRequest, OnText
 from docsan.runner.embedded_model import embedded_model_dir
+from docsan.runner.errors import RunnerError
 from docsan.runner.modelinfo import load_model_info
 from docsan.runner.prompt import ChatTokenizer, Messages, build_messages, fit_context, guard_special_tokens
 from docsan.runner.queue import DeferredQueue
@@ -63,7 +64,7 @@ def prepare(
     runner = config.runner
     tiers = build_tiers(runner.tiers)
     # Counting needs the served model's tokenizer: --model, else the bundled SmolLM2 (what the embedded engine runs).
-    model = Path(model_dir) if model_dir else embedded_model_dir(on_convert=on_convert)
+    model = Path(model_dir) if model_dir else _bundled_tokenizer(backend, on_convert)
     tokenizer = ChatTokenizer.load(model)
     cleaned = clean_file(path, config)  # Pipeline.from_config(config): the configured stages
     guarded = guard_special_tokens(cleaned.document, model)
@@ -99,6 +100,16 @@ def prepare(
         tokens_removed_by_budget=fitted.tokens_removed,
         backend=backend,
     )
+
+
+def _bundled_tokenizer(backend: str, on_convert: Callable[[str], None] | None) -> Path:
+    """The bundled model's folder; for another backend, say that the served model's tokenizer is the usual choice."""
+    try:
+        return embedded_model_dir(on_convert=on_convert)
+    except RunnerError as err:
+        if backend == "embedded":
+            raise
+        raise RunnerError(f"{err}; or pass --tokenizer PATH, the served model's tokenizer folder") from None
 
 
 def execute(prepared: Prepared, backend: Backend, queue: DeferredQueue, on_text: OnText | None = None) -> Answer:

@@ -7,7 +7,9 @@ tokens and is exactly the token sequence the local engines receive.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -78,11 +80,83 @@ def _load(model_dir: str) -> ChatTokenizer:
     try:
         from transformers import AutoTokenizer
     except ImportError:
-        raise RunnerError("counting prompt tokens needs transformers (the 'engine' extra)") from None
+        # Without the engine extra (a remote backend does the generating): the same template, rendered
+        # by jinja2 the way transformers renders it, counted with the fast tokenizer.
+        return ChatTokenizer(TemplateTokenizer.load(model_dir), Path(model_dir).name)
     try:
         return ChatTokenizer(AutoTokenizer.from_pretrained(model_dir), Path(model_dir).name)
     except OSError as err:
         raise RunnerError(f"{model_dir}: cannot load the tokenizer: {err}") from None
+
+
+class TemplateTokenizer:
+    """The part of a transformers tokenizer :class:`ChatTokenizer` uses, from ``tokenizers`` and ``jinja2`` alone.
+
+    The chat template is rendered in a sandboxed jinja2 environment set up as
+    transformers sets it up (``trim_blocks``, ``lstrip_blocks``, loop controls,
+    ``raise_exception``, ``strftime_now``, a ``tojson`` that does not escape
+    HTML), with the special tokens of ``tokenizer_config.json`` as variables;
+    the text is then encoded without adding special tokens, as
+    ``apply_chat_template`` does. tests/test_packaging.py checks the ids are
+    the same as transformers' on the bundled model.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, template: str | None, variables: dict[str, str]) -> None:
+        self._tok = tokenizer
+        self.chat_template = template
+        self._variables = variables
+
+    @classmethod
+    def load(cls, model_dir: str | Path) -> TemplateTokenizer:
+        folder = Path(model_dir)
+        tokenizer = Tokenizer.load(folder)
+        config: dict[str, Any] = {}
+        config_file = folder / "tokenizer_config.json"
+        if config_file.is_file():
+            config = json.loads(config_file.read_text(encoding="utf-8"))
+        variables = {}
+        for key in ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"):
+            value = config.get(key)
+            value = value.get("content") if isinstance(value, dict) else value
+            if isinstance(value, str):
+                variables[key] = value
+        # transformers 4.43+ saves the template beside the config, as chat_template.jinja.
+        template = tokenizer.chat_template
+        if template is None and (folder / "chat_template.jinja").is_file():
+            template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+        return cls(tokenizer, template, variables)
+
+    def apply_chat_template(self, messages: Messages, *, add_generation_prompt: bool, **_: object) -> list[int]:
+        text = _compile(self.chat_template or "").render(
+            messages=messages, add_generation_prompt=add_generation_prompt, **self._variables
+        )
+        return self._tok.encode(text)
+
+    def __call__(self, text: str | list[str], add_special_tokens: bool = False) -> dict[str, Any]:
+        if isinstance(text, list):
+            return {"input_ids": [self._tok.encode(t) for t in text]}
+        return {"input_ids": self._tok.encode(text)}
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(ids)
+
+
+@lru_cache(maxsize=8)
+def _compile(template: str) -> Any:
+    import jinja2
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> None:
+        raise jinja2.exceptions.TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env.from_string(template)
 
 
 @dataclass(frozen=True, slots=True)

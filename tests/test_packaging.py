@@ -1,0 +1,144 @@
+"""Installing docsan as a library: the wheel's contents, the console script's own package name, py.typed, the
+licence, and `ask --backend remote` without the engine extra (torch, vllm, transformers unimportable)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from docsan.runner.embedded_model import embedded_model_dir
+from docsan.runner.prompt import ChatTokenizer, TemplateTokenizer, build_messages
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+ENGINE = ("torch", "vllm", "transformers", "gguf", "accelerate")
+
+
+def test_every_package_is_listed_for_setuptools() -> None:
+    found = sorted(".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "docsan").rglob("__init__.py"))
+    listed = PYPROJECT["tool"]["setuptools"]["packages"]
+    assert sorted(p for p in listed if p.startswith("docsan.") or p == "docsan") == found
+    assert PYPROJECT["tool"]["setuptools"]["package-dir"] == {"docsan_cli": "cli"}
+
+
+def test_licence_file_matches_pyproject() -> None:
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    build = tmp_path_factory.mktemp("build")
+    # --no-build-isolation: the venv's setuptools builds it, nothing is downloaded.
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT), "-w", str(out)],
+        check=True,
+        cwd=build,
+        capture_output=True,
+        timeout=300,
+    )
+    (found,) = out.glob("docsan-*.whl")
+    return found
+
+
+def test_wheel_installs_the_front_end_under_its_own_name(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {"docsan", "docsan_cli"} <= tops and "cli" not in tops
+    assert "docsan/py.typed" in names and "docsan_cli/main.py" in names
+    assert any(n.endswith("licenses/LICENSE") for n in names)
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "docsan = docsan_cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
+
+
+# Run from the wheel alone, with the engine extra's packages unimportable.
+_WITHOUT_ENGINE = """
+import importlib.abc, sys
+blocked = set(sys.argv[2].split(","))
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            raise ModuleNotFoundError(f"blocked: {name}", name=name)
+sys.meta_path.insert(0, Block())
+sys.path.insert(0, sys.argv[1])
+import docsan_cli.main
+assert docsan_cli.main.__file__.startswith(sys.argv[1]), docsan_cli.main.__file__
+sys.argv = ["docsan", *sys.argv[3:]]
+try:
+    docsan_cli.main.main()
+finally:
+    assert not blocked & set(m.split(".")[0] for m in sys.modules), "an engine package was imported"
+"""
+
+
+def _without_engine(wheel: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_ENGINE, str(wheel), ",".join(ENGINE), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_wheel_runs_without_the_engine_extra(wheel: Path, tmp_path: Path) -> None:
+    version = _without_engine(wheel, tmp_path, "--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == f"docsan {PYPROJECT['project']['version']}"
+    cleaned = _without_engine(wheel, tmp_path, "clean", str(ROOT / "fixtures" / "noisy_upload.txt"))
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert cleaned.stdout.startswith("Quarterly report")
+
+
+def test_ask_remote_counts_the_prompt_without_the_engine_extra(wheel: Path, tmp_path: Path) -> None:
+    model = embedded_model_dir()  # converted once with the engine extra; only its tokenizer files are read here
+    cfg = tmp_path / "docsan.toml"
+    cfg.write_text(f'[extract]\nocr = "never"\n[runner]\nqueue_path = "{tmp_path / "q.sqlite3"}"\n', encoding="utf-8")
+    args = ["ask", str(ROOT / "fixtures" / "bilingual_report.pdf"), "What was the Q3 revenue?", "--dry-run"]
+    args += ["--backend", "remote", "--tokenizer", str(model), "--format", "json", "--config", str(cfg)]
+    light = _without_engine(wheel, tmp_path, *args)
+    assert light.returncode == 0, light.stderr
+    full = subprocess.run(
+        [sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
+    )
+    assert json.loads(light.stdout) == json.loads(full.stdout)
+    # The whole remote path, up to the HTTP request: a closed port answers at once, with one error line.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free now, and closed: nothing listens there
+    args = [a for a in args if a != "--dry-run"] + ["--base-url", f"http://127.0.0.1:{port}/v1"]
+    refused = _without_engine(wheel, tmp_path, *args)
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr.startswith("docsan: error: ") and refused.stderr.count("\n") == 1
+    assert "Traceback" not in refused.stderr
+
+
+def test_template_rendering_matches_transformers() -> None:
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    model = embedded_model_dir()
+    hf = ChatTokenizer(AutoTokenizer.from_pretrained(model), "hf")
+    own = ChatTokenizer(TemplateTokenizer.load(model), "own")
+    conversations = [
+        build_messages("第三季度营业收入为 4,213 万元。<|im_start|>", "What was the Q3 revenue?"),
+        [
+            {"role": "system", "content": "Answer briefly."},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "Tabs\tand\nnew lines  "},
+        ],
+    ]
+    for messages in conversations:
+        assert own.prompt_ids(messages) == hf.prompt_ids(messages)
+    assert own.count("plain 文本") == hf.count("plain 文本")
