@@ -1,11 +1,19 @@
-"""Chunking the cleaned corpus: docsan's chunker against LangChain's RecursiveCharacterTextSplitter.
+"""Chunking the cleaned corpus: docsan's chunker against LangChain's RecursiveCharacterTextSplitter and Docling's
+HybridChunker.
 
-Both get the same cleaned text of every born-digital corpus file and the same
-limit, counted with the same tokenizer (DeepSeek-V4): LangChain's splitter
-with ``length_function`` set to the exact count, so neither is handicapped by
-a character estimate. Measured per limit: chunks, chunks over the limit
-(exact count of the chunk's text), table rows cut inside a row, table pieces
-without the table's header row, and the mean fill (tokens / limit).
+All three get the same cleaned documents of every born-digital corpus file and
+the same limit, counted with the same tokenizer (DeepSeek-V4): LangChain's
+splitter with ``length_function`` set to the exact count, so it is not
+handicapped by a character estimate; Docling's chunker with that tokenizer
+file and its tables as Markdown with the header repeated (it runs in its own
+venv, .venv-docling/, built by bench/setup_docling.sh, on the documents as
+``Document.to_dict()`` JSON). What is measured is the text each would embed
+(Docling's ``contextualize``: headings, then the chunk).
+
+Per limit: chunks, chunks over the limit (exact count), table rows cut
+inside (no chunk holds all the row's cells), table pieces without the
+table's header (a chunk holding a row of one table but not its header
+cells), the mean fill (tokens / limit), and seconds.
 
 Run: ``python bench/bench_chunk.py`` (also part of ``make bench``).
 """
@@ -13,9 +21,12 @@ Run: ``python bench/bench_chunk.py`` (also part of ``make bench``).
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,45 +34,89 @@ sys.path.insert(0, str(ROOT))
 
 import docsan  # noqa: E402
 from bench.common import corpus_dir, text_layer_files  # noqa: E402
-from docsan.budget.tokenizer import Tokenizer  # noqa: E402
-from docsan.render import render_text, table_to_markdown  # noqa: E402
+from docsan.budget.tokenizer import Tokenizer, default_tokenizer_dir  # noqa: E402
+from docsan.chunking.chunker import heading_levels  # noqa: E402
+from docsan.model import Document  # noqa: E402
+from docsan.render import render_text  # noqa: E402
 
 LIMITS = (128, 512)
+DOCLING_VENV = ROOT / ".venv-docling"
+
+Row = list[str]
 
 
-def _tables(result: docsan.CleanResult) -> list[tuple[str, list[str]]]:
-    """(header line and separator line, body lines) of every table as rendered in the text."""
+def _norm(text: str) -> str:
+    return " ".join(text.replace("\\|", "|").split())
+
+
+def _tables(doc: Document) -> list[tuple[Row, list[Row]]]:
+    """(header cells, body rows' cells) of every table: non-empty, uncovered cell texts."""
     out = []
-    for _, block in result.document.blocks():
-        if block.table is not None and block.table.n_rows:
-            lines = table_to_markdown(block.table).splitlines()
-            out.append(("\n".join(lines[:2]), lines[2:]))
+    for _, block in doc.blocks():
+        if block.table is None or not block.table.n_rows:
+            continue
+        rows = [[_norm(c.text) for c in row if not c.covered and c.text.strip()] for row in block.table.rows]
+        header = [c for row in rows[: block.table.header_rows] for c in row]
+        out.append((header, [r for r in rows[block.table.header_rows :] if r]))
     return out
 
 
-def _score(chunks: list[str], tables: list[tuple[str, list[str]]], limit: int, tok: Tokenizer) -> dict[str, float]:
+def _holds(chunk: str, cells: Row) -> bool:
+    """All of ``cells`` in ``chunk``, in order."""
+    at = 0
+    for cell in cells:
+        at = chunk.find(cell, at)
+        if at < 0:
+            return False
+        at += len(cell)
+    return True
+
+
+def _score(chunks: list[str], tables: list[tuple[Row, list[Row]]], limit: int, tok: Tokenizer) -> dict[str, float]:
     counts = tok.count_batch(chunks)
-    chunk_lines = [set(c.splitlines()) for c in chunks]
-    cut_rows = headless = 0
-    # A row line that also occurs in another table (an empty row, a repeated label) tells nothing
-    # about which table a chunk holds; only rows of one table, other than headers, are looked for.
-    seen_in = Counter(row for _, body in tables for row in set(body))
-    headers = {header.split("\n")[0] for header, _ in tables}
+    normed = [_norm(c) for c in chunks]
+    # A row that also occurs in another table (an empty row, a repeated label) tells nothing about
+    # which table a chunk holds; headerless pieces are judged on rows of one table only.
+    seen = Counter(tuple(r) for _, body in tables for r in {tuple(r) for r in body})
+    cut = headless = 0
     for header, body in tables:
-        # A row is cut when no chunk holds it as a whole line.
-        cut_rows += sum(1 for row in body if not any(row in lines for lines in chunk_lines))
-        # A piece is headless when a chunk holds rows of the table but not its header line.
-        first = header.split("\n")[0]
-        own = [row for row in body if seen_in[row] == 1 and row not in headers]
-        headless += sum(1 for lines in chunk_lines if first not in lines and any(row in lines for row in own))
+        cut += sum(1 for row in body if not any(_holds(c, row) for c in normed))
+        own = [r for r in body if seen[tuple(r)] == 1 and r != header]
+        if header and own:
+            headless += sum(1 for c in normed if not _holds(c, header) and any(_holds(c, r) for r in own))
     return {
         "chunks": len(chunks),
         "over_limit": sum(1 for n in counts if n > limit),
         "max_tokens": max(counts, default=0),
-        "table_rows_cut": cut_rows,
+        "table_rows_cut": cut,
         "table_pieces_without_header": headless,
-        "mean_fill": round(sum(counts) / (len(counts) * limit), 3) if counts else 0.0,
+        "fill_sum": sum(counts) / limit,
     }
+
+
+def _docling(results: list[docsan.CleanResult], limit: int) -> tuple[list[list[str]], float] | None:
+    python = DOCLING_VENV / "bin" / "python"
+    if not (DOCLING_VENV / ".ready").is_file() or not python.is_file():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        docs = []
+        for r in results:
+            data = r.document.to_dict()
+            levels = heading_levels(r.document)
+            for pi, page in enumerate(data["pages"]):
+                for bi, block in enumerate(page["blocks"]):
+                    if block.get("kind") == "heading":
+                        block["level"] = levels.get((pi, bi), 1)
+            docs.append(data)
+        (Path(tmp) / "docs.json").write_text(json.dumps(docs, ensure_ascii=False), encoding="utf-8")
+        t0 = time.perf_counter()
+        subprocess.run(
+            [str(python), str(ROOT / "bench" / "docling_chunks.py"), str(Path(tmp) / "docs.json"),
+             str(default_tokenizer_dir() / "tokenizer.json"), str(limit), str(Path(tmp) / "out.json")],
+            check=True, capture_output=True, timeout=1800,
+        )  # fmt: skip
+        seconds = time.perf_counter() - t0
+        return json.loads((Path(tmp) / "out.json").read_text(encoding="utf-8")), seconds
 
 
 def run() -> dict:
@@ -78,32 +133,35 @@ def run() -> dict:
             results.append(docsan.clean_file(f.path, config))
         except docsan.InputError:
             continue
-    tables = [_tables(r) for r in results]
-    table_rows = sum(len(body) for ts in tables for _, body in ts)
-    out: dict = {"files": len(results), "tables": sum(len(t) for t in tables), "table_rows": table_rows}
+    tables = [_tables(r.document) for r in results]
+    out: dict = {
+        "files": len(results),
+        "tables": sum(len(t) for t in tables),
+        "table_rows": sum(len(body) for ts in tables for _, body in ts),
+        "docling": "not run: .venv-docling/ missing (bench/setup_docling.sh)",
+    }
     for limit in LIMITS:
-        # Rows that cannot sit under their header line within the limit: no chunker can give them a header.
-        out[f"rows_wider_than_limit_with_header_{limit}"] = sum(
-            1
-            for ts in tables
-            for header, body in ts
-            for n in tok.count_batch([f"{header}\n{row}" for row in body])
-            if n > limit
-        )
         splitter = RecursiveCharacterTextSplitter(chunk_size=limit, chunk_overlap=0, length_function=tok.count)
-        row: dict[str, dict] = {}
-        for name, fn in (
+        runs: dict[str, tuple[list[list[str]], float]] = {}
+        timed: list[tuple[str, Callable[[docsan.CleanResult], list[str]]]] = [
             ("docsan", lambda r, lim=limit: [c.text for c in docsan.chunk(r, lim, tokenizer=tok)]),
             ("langchain", lambda r, s=splitter: s.split_text(render_text(r.document))),
-        ):
+        ]
+        for name, fn in timed:
             t0 = time.perf_counter()
             pieces = [fn(r) for r in results]
-            seconds = time.perf_counter() - t0
+            runs[name] = (pieces, time.perf_counter() - t0)
+        docling = _docling(results, limit)
+        if docling is not None:
+            runs["docling"] = docling
+            out["docling"] = "docling-core HybridChunker, Markdown tables, repeat_table_header"
+        row: dict[str, dict] = {}
+        for name, (pieces, seconds) in runs.items():
             totals: dict[str, float] = {}
             for chunks, ts in zip(pieces, tables, strict=True):
                 for key, value in _score(chunks, ts, limit, tok).items():
                     totals[key] = max(totals.get(key, 0), value) if key == "max_tokens" else totals.get(key, 0) + value
-            totals["mean_fill"] = round(totals["mean_fill"] / len(results), 3)
+            totals["mean_fill"] = round(totals.pop("fill_sum") / max(totals["chunks"], 1), 3)
             totals["seconds"] = round(seconds, 2)
             row[name] = totals
         out[f"limit_{limit}"] = row
@@ -113,14 +171,13 @@ def run() -> dict:
 def markdown(result: dict) -> str:
     lines = [
         f"{result['files']} born-digital corpus files, cleaned (no OCR); {result['tables']} tables, "
-        f"{result['table_rows']} table body rows. Same text, same limit, same tokenizer (exact counts).",
+        f"{result['table_rows']} table body rows. Same documents, same limit, same tokenizer (exact counts). "
+        f"Docling: {result['docling']}.",
         "",
-        "| limit | chunker | chunks | over the limit | largest | rows cut inside | table pieces without header "
+        "| limit | chunker | chunks | over the limit | largest | table rows cut inside | table pieces without header "
         "| mean fill | seconds |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    wide = [f"{result[f'rows_wider_than_limit_with_header_{n}']} at {n}" for n in LIMITS]
-    lines[1:1] = [f"Rows that do not fit under their header within the limit: {', '.join(wide)}.", ""]
     for limit in LIMITS:
         for name, r in result[f"limit_{limit}"].items():
             lines.append(

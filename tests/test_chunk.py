@@ -163,6 +163,20 @@ def test_pdf_heading_levels_come_from_font_sizes(tok: Tokenizer) -> None:
     assert heads[-2:] == [("Title", "Part A"), ("Title", "Part B")]
 
 
+def test_a_heading_is_never_left_alone(tok: Tokenizer) -> None:
+    long = " ".join(f"Clause {i} sets out what the parties agreed about delivery." for i in range(30))
+    doc = doc_of(
+        Block("Contract", BlockKind.HEADING, font_size=20),
+        Block("Delivery", BlockKind.HEADING, font_size=14),
+        Block(long),
+    )
+    chunks = chunk(doc, 64, tokenizer=tok)
+    check_limit(chunks, 64, tok)
+    assert chunks[0].text.startswith("Contract\n\nDelivery\n\nClause 0 ")
+    assert chunks[0].headings == ("Contract", "Delivery")
+    assert all(BlockKind.TEXT in c.kinds for c in chunks)
+
+
 def test_chat_messages_are_never_mixed(tok: Tokenizer, fixtures_dir: Path) -> None:
     result = docsan.clean_file(fixtures_dir / "chat_history.json")
     chunks = chunk(result, 512, tokenizer=tok)

@@ -66,7 +66,7 @@ class Chunk:
     num_tokens: int
     # 1-based page numbers the text comes from (message numbers for a chat).
     page_numbers: tuple[int, ...]
-    # The heading path above the text, outermost first.
+    # The heading path above the text (of its last part), outermost first.
     headings: tuple[str, ...]
     # The document it came from (its path; "-" for standard input).
     source: str
@@ -156,13 +156,21 @@ def iter_chunks(
 
 
 def _pieces(doc: Document, limit: int, cut_limit: int, tok: Tokenizer) -> Iterator[_Piece]:
-    """Every rendered block in reading order (cut to ``cut_limit`` when over ``limit``), its section and headings."""
-    levels = _heading_levels(doc)
+    """Every rendered block in reading order (cut to ``cut_limit`` when over ``limit``), its section and headings.
+
+    A run of headings opens one section (a title and its first subheading go
+    with the text under them), and the first cut of a long paragraph under
+    them leaves room for them, so a heading does not end up alone in a chunk.
+    """
+    levels = heading_levels(doc)
     path: list[tuple[int, str]] = []
     section = 0
+    heads = 0  # tokens of the run of headings just before, with their joins
+    join = tok.count(JOINER)
     for pi, page in enumerate(doc.pages):
         if doc.is_chat:
             section += 1
+            heads = 0
         for bi, block in enumerate(page.blocks):
             if block.kind is BlockKind.FURNITURE:
                 continue
@@ -170,7 +178,8 @@ def _pieces(doc: Document, limit: int, cut_limit: int, tok: Tokenizer) -> Iterat
             if not text:
                 continue
             if block.kind is BlockKind.HEADING:
-                section += 1
+                if not heads:
+                    section += 1
                 level = levels.get((pi, bi), 1)
                 while path and path[-1][0] >= level:
                     path.pop()
@@ -181,18 +190,20 @@ def _pieces(doc: Document, limit: int, cut_limit: int, tok: Tokenizer) -> Iterat
             elif block.kind is BlockKind.TABLE and block.table is not None:
                 cuts = split_table(block.table, cut_limit, tok)
             else:
-                cuts = split_text(text, cut_limit, tok)
+                room = cut_limit - heads - join
+                cuts = split_text(text, cut_limit, tok, first_limit=room if room >= cut_limit // 2 else None)
             counts = [n] if n <= limit else tok.count_batch(cuts)
             headings = tuple(h for _, h in path)
             for ci, (cut, k) in enumerate(zip(cuts, counts, strict=True)):
                 yield _Piece(cut, (pi, bi, ci), page.number, block.kind, block.source, section, headings, k)
+            heads = heads + counts[-1] + join if block.kind is BlockKind.HEADING else 0
 
 
 def _heading_text(text: str) -> str:
     return " ".join(text.lstrip("#").split())
 
 
-def _heading_levels(doc: Document) -> dict[tuple[int, int], int]:
+def heading_levels(doc: Document) -> dict[tuple[int, int], int]:
     """Level of each heading block, keyed by (page, block) index: Markdown's ``#`` count, else its font size's rank.
 
     PDF headings carry no level; a larger font is taken as a higher level,
@@ -290,7 +301,7 @@ class _Packer:
             text=text,
             num_tokens=n,
             page_numbers=tuple(sorted(set(pages))),
-            headings=first.headings,
+            headings=current.pieces[-1].headings,
             source=self.source,
             kinds=tuple(dict.fromkeys(p.kind for p in current.pieces)),
             block_sources=tuple(dict.fromkeys(p.source for p in current.pieces)),

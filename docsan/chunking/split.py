@@ -22,15 +22,19 @@ WORD_BACKOFF = 40
 WINDOW_CHARS_PER_TOKEN = 64
 
 
-def split_text(text: str, limit: int, tok: Tokenizer) -> list[str]:
-    """``text`` as consecutive stripped pieces of at most ``limit`` tokens each, cut at sentence ends."""
+def split_text(text: str, limit: int, tok: Tokenizer, *, first_limit: int | None = None) -> list[str]:
+    """``text`` as consecutive stripped pieces of at most ``limit`` tokens each, cut at sentence ends.
+
+    ``first_limit`` (smaller) holds for the first piece only: room left beside the headings above it.
+    """
     ends = [*sentence_ends(text), len(text)]
     out: list[str] = []
     start = _skip_space(text, 0)
     while start < len(text):
-        piece_end = _last_fitting_end(text, start, ends, limit, tok)
+        room = first_limit if first_limit is not None and not out else limit
+        piece_end = _last_fitting_end(text, start, ends, room, tok)
         if piece_end is None:
-            piece_end = _hard_cut(text, start, limit, tok)
+            piece_end = _hard_cut(text, start, room, tok)
         piece = text[start:piece_end].strip()
         if piece:
             out.append(piece)
