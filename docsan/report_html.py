@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import html
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -140,9 +141,9 @@ def _place(page_text: str, changes: Sequence[Change]) -> tuple[list[_Placed], li
             # Each removed span maps through the skeletons: its first and last visible character.
             out = []
             for a, b in spans if k >= 0 else []:
-                inside = [j for j, i in enumerate(probe_index) if a <= i < b]
-                if inside:
-                    out.append((index[k + inside[0]], index[k + inside[-1]] + 1))
+                first, last = bisect_left(probe_index, a), bisect_left(probe_index, b) - 1
+                if first <= last:
+                    out.append((index[k + first], index[k + last] + 1))
         if not out:
             lost.append(change)
             continue
