@@ -11,9 +11,9 @@ venv, .venv-docling/, built by bench/setup_docling.sh, on the documents as
 (Docling's ``contextualize``: headings, then the chunk).
 
 Per limit: chunks, chunks over the limit (exact count), table rows cut
-inside (no chunk holds all the row's cells), table pieces without the
-table's header (a chunk holding a row of one table but not its header
-cells), the mean fill (tokens / limit), and seconds.
+inside (no chunk has a line holding all the row's cells, in order), table
+pieces without the table's header (a chunk holding a row of one table but
+no line with its header cells), the mean fill (tokens / limit), and seconds.
 
 Run: ``python bench/bench_chunk.py`` (also part of ``make bench``).
 """
@@ -50,13 +50,14 @@ def _norm(text: str) -> str:
 
 
 def _tables(doc: Document) -> list[tuple[Row, list[Row]]]:
-    """(header cells, body rows' cells) of every table: non-empty, uncovered cell texts."""
+    """(first header row's cells, body rows' cells) of every table: non-empty, uncovered cell texts."""
     out = []
     for _, block in doc.blocks():
         if block.table is None or not block.table.n_rows:
             continue
         rows = [[_norm(c.text) for c in row if not c.covered and c.text.strip()] for row in block.table.rows]
-        header = [c for row in rows[: block.table.header_rows] for c in row]
+        # The first header row is the one a Markdown table keeps as its header line.
+        header = rows[0] if block.table.header_rows else []
         out.append((header, [r for r in rows[block.table.header_rows :] if r]))
     return out
 
@@ -74,16 +75,21 @@ def _holds(chunk: str, cells: Row) -> bool:
 
 def _score(chunks: list[str], tables: list[tuple[Row, list[Row]]], limit: int, tok: Tokenizer) -> dict[str, float]:
     counts = tok.count_batch(chunks)
-    normed = [_norm(c) for c in chunks]
+    # Rows are looked for line by line: every chunker here writes a table row on one line, and a
+    # row's short cells ("2,100", "15%") found across a paragraph would not be that row.
+    lines = [[_norm(line) for line in c.splitlines() if line.strip()] for c in chunks]
     # A row that also occurs in another table (an empty row, a repeated label) tells nothing about
     # which table a chunk holds; headerless pieces are judged on rows of one table only.
     seen = Counter(tuple(r) for _, body in tables for r in {tuple(r) for r in body})
     cut = headless = 0
     for header, body in tables:
-        cut += sum(1 for row in body if not any(_holds(c, row) for c in normed))
-        own = [r for r in body if seen[tuple(r)] == 1 and r != header]
-        if header and own:
-            headless += sum(1 for c in normed if not _holds(c, header) and any(_holds(c, r) for r in own))
+        holders = [[i for i, ls in enumerate(lines) if any(_holds(line, row) for line in ls)] for row in body]
+        cut += sum(1 for h in holders if not h)
+        if not header:
+            continue
+        with_header = {i for i, ls in enumerate(lines) if any(_holds(line, header) for line in ls)}
+        pieces = {i for row, h in zip(body, holders, strict=True) if seen[tuple(row)] == 1 and row != header for i in h}
+        headless += len(pieces - with_header)
     return {
         "chunks": len(chunks),
         "over_limit": sum(1 for n in counts if n > limit),
