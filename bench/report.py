@@ -291,6 +291,7 @@ MICRO_TARGETS = {
     "bench_extract": "extraction cost against plain PyMuPDF (issue 2)",
     "bench_engine": "embedded vLLM engine: start time and tokens/s (issue 5)",
     "bench_structure": "furniture and table stages",
+    "bench_chunk": "chunks against LangChain's RecursiveCharacterTextSplitter and Docling's HybridChunker (issue 14)",
 }
 
 

@@ -12,7 +12,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.main import app
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.prompt import ChatTokenizer, TemplateTokenizer, build_messages
 
@@ -108,9 +110,8 @@ def test_ask_remote_counts_the_prompt_without_the_engine_extra(wheel: Path, tmp_
     args += ["--backend", "remote", "--tokenizer", str(model), "--format", "json", "--config", str(cfg)]
     light = _without_engine(wheel, tmp_path, *args)
     assert light.returncode == 0, light.stderr
-    full = subprocess.run(
-        [sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
-    )
+    full = CliRunner().invoke(app, args)  # the checkout, with the engine extra
+    assert full.exit_code == 0, full.output
     assert json.loads(light.stdout) == json.loads(full.stdout)
     # The whole remote path, up to the HTTP request: a closed port answers at once, with one error line.
     with socket.socket() as s:
