@@ -21,6 +21,8 @@ import unicodedata
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
 
 import regex
 
@@ -302,41 +304,10 @@ def _index(results: Sequence[CleanResult]) -> str:
     )
 
 
-_CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:1em 2em;color:#222}
-h1{font-size:1.4em}h2{border-bottom:1px solid #ccc;margin-top:2em}h4{margin:.2em 0;color:#666;font-weight:normal}
-.cols{display:grid;grid-template-columns:1fr 1fr;gap:1em}
-pre{white-space:pre-wrap;word-break:break-word;background:#fafafa;border:1px solid #e0e0e0;padding:.6em;margin:0;
-font:13px/1.45 ui-monospace,monospace}
-mark.rm{background:color-mix(in srgb,var(--c) 30%,white);outline:2px solid var(--c);text-decoration:line-through;
-text-decoration-color:var(--c);color:inherit;cursor:help}
-.badge{display:inline-block;font-size:10px;line-height:1.2;padding:0 3px;margin:0 1px;border-radius:3px;
-background:#212121;color:#fff;vertical-align:middle}
-.legend{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;z-index:1}
-.legend label{margin-right:1em;white-space:nowrap}.swatch{display:inline-block;width:.9em;height:.9em;margin:0 .3em;
-vertical-align:middle}
-.bars td.bar{width:50%}.bars span{display:inline-block;height:.9em;vertical-align:middle}.bars .kept{background:#90a4ae}
-.none{color:#888}.lost{margin-top:.4em}
-#detail{position:fixed;right:1em;bottom:1em;max-width:40em;background:#fff;border:1px solid #999;padding:.5em;
-box-shadow:0 2px 8px #0003;display:none}
-"""
-# Toggling a stage hides its highlights; hovering a highlight shows its label in a panel as well as a tooltip.
-_JS = """
-document.querySelectorAll('input[data-toggle]').forEach(function (box) {
-  box.addEventListener('change', function () {
-    var stage = box.getAttribute('data-toggle');
-    document.querySelectorAll('mark.rm').forEach(function (m) {
-      if (m.getAttribute('data-stage') === stage) { m.classList.toggle('off', !box.checked); }
-    });
-  });
-});
-var detail = document.getElementById('detail');
-document.addEventListener('mouseover', function (e) {
-  var m = e.target.closest ? e.target.closest('mark.rm') : null;
-  if (m) { detail.textContent = m.title; detail.style.display = 'block'; } else { detail.style.display = 'none'; }
-});
-"""
-_OFF = "mark.rm.off{background:none;outline:none;text-decoration:none}"
+@cache
+def _asset(name: str) -> str:
+    """The style sheet or script (docsan/assets/), inlined so that the page is one self-contained file."""
+    return (files("docsan") / "assets" / name).read_text(encoding="utf-8")
 
 
 def render_report_html(results: Sequence[CleanResult], title: str = "docsan report") -> str:
@@ -345,7 +316,7 @@ def render_report_html(results: Sequence[CleanResult], title: str = "docsan repo
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}{_OFF}</style></head><body>"
+        f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{_legend(results)}{_index(results)}{body}"
-        f'<div id="detail" role="status"></div><script>{_JS}</script></body></html>\n'
+        f'<div id="detail" role="status"></div><script>{_asset("report.js")}</script></body></html>\n'
     )

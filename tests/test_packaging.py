@@ -57,6 +57,7 @@ def test_wheel_installs_the_front_end_under_its_own_name(wheel: Path) -> None:
     tops = {n.split("/")[0] for n in names}
     assert {"docsan", "docsan_cli"} <= tops and "cli" not in tops
     assert "docsan/py.typed" in names and "docsan_cli/main.py" in names
+    assert {"docsan/assets/report.css", "docsan/assets/report.js"} <= set(names)  # --html-report inlines them
     assert any(n.endswith("licenses/LICENSE") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "docsan = docsan_cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
