@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from browser import chromium_page
 from typer.testing import CliRunner
@@ -72,8 +73,8 @@ def test_input_markup_stays_text(report_file: Path) -> None:
 def _pixels_like(png: bytes, rgb: tuple[int, int, int], tolerance: int = 12) -> int:
     from PIL import Image
 
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    return sum(1 for px in image.getdata() if all(abs(a - b) <= tolerance for a, b in zip(px, rgb, strict=True)))
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+    return int((np.abs(pixels - np.array(rgb, dtype=np.int16)) <= tolerance).all(axis=-1).sum())
 
 
 def test_screenshot_shows_the_highlights_and_the_switch_hides_them(report_file: Path) -> None:
