@@ -11,9 +11,9 @@ venv, .venv-docling/, built by bench/setup_docling.sh, on the documents as
 (Docling's ``contextualize``: headings, then the chunk).
 
 Per limit: chunks, chunks over the limit (exact count), table rows cut
-inside (no chunk has a line holding all the row's cells, in order), table
+inside (no chunk has a Markdown line of exactly the row's cells), table
 pieces without the table's header (a chunk holding a row of one table but
-no line with its header cells), the mean fill (tokens / limit), and seconds.
+not its header line), the mean fill (tokens / limit), and seconds.
 
 Run: ``python bench/bench_chunk.py`` (also part of ``make bench``).
 """
@@ -62,34 +62,39 @@ def _tables(doc: Document) -> list[tuple[Row, list[Row]]]:
     return out
 
 
-def _holds(chunk: str, cells: Row) -> bool:
-    """All of ``cells`` in ``chunk``, in order."""
-    at = 0
-    for cell in cells:
-        at = chunk.find(cell, at)
-        if at < 0:
-            return False
-        at += len(cell)
-    return True
+def _cells(line: str) -> tuple[str, ...]:
+    """The non-empty cells of a Markdown table line (any padding), normalised as :func:`_tables` does."""
+    line = line.strip()
+    if not line.startswith("|"):
+        return ()
+    parts = line.replace("\\|", "\0").strip("|").split("|")
+    return tuple(c for c in (_norm(p.replace("\0", "|")) for p in parts) if c and set(c) - set("-:"))
 
 
 def _score(chunks: list[str], tables: list[tuple[Row, list[Row]]], limit: int, tok: Tokenizer) -> dict[str, float]:
     counts = tok.count_batch(chunks)
-    # Rows are looked for line by line: every chunker here writes a table row on one line, and a
-    # row's short cells ("2,100", "15%") found across a paragraph would not be that row.
-    lines = [[_norm(line) for line in c.splitlines() if line.strip()] for c in chunks]
+    # Every chunker here writes a table row as one Markdown line. A chunk holds a row when one of its
+    # lines has all of the row's cells and no cell foreign to the table: Docling repeats a spanned
+    # cell's text where docsan leaves the covered positions blank, and either must count.
+    lines = [[set(cells) for line in c.splitlines() if (cells := _cells(line))] for c in chunks]
     # A row that also occurs in another table (an empty row, a repeated label) tells nothing about
     # which table a chunk holds; headerless pieces are judged on rows of one table only.
     seen = Counter(tuple(r) for _, body in tables for r in {tuple(r) for r in body})
     cut = headless = 0
     for header, body in tables:
-        holders = [[i for i, ls in enumerate(lines) if any(_holds(line, row) for line in ls)] for row in body]
+        known = set(header).union(*body)
+
+        def holding(cells: Row, known: set[str] = known) -> set[int]:
+            want = set(cells)
+            return {i for i, ls in enumerate(lines) if any(want <= line <= known for line in ls)}
+
+        holders = [holding(row) for row in body]
         cut += sum(1 for h in holders if not h)
         if not header:
             continue
-        with_header = {i for i, ls in enumerate(lines) if any(_holds(line, header) for line in ls)}
-        pieces = {i for row, h in zip(body, holders, strict=True) if seen[tuple(row)] == 1 and row != header for i in h}
-        headless += len(pieces - with_header)
+        own = [seen[tuple(row)] == 1 and row != header for row in body]
+        pieces = set().union(*(h for mine, h in zip(own, holders, strict=True) if mine))
+        headless += len(pieces - holding(header))
     return {
         "chunks": len(chunks),
         "over_limit": sum(1 for n in counts if n > limit),
