@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import docsan  # noqa: E402
 from bench.common import corpus_dir, text_layer_files  # noqa: E402
 from docsan.budget.tokenizer import Tokenizer, default_tokenizer_dir  # noqa: E402
-from docsan.chunking.chunker import heading_levels  # noqa: E402
+from docsan.chunking.pieces import heading_levels  # noqa: E402
 from docsan.model import Document  # noqa: E402
 from docsan.render import render_text  # noqa: E402
 

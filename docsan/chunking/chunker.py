@@ -7,10 +7,10 @@ over its pieces: BPE merges across a join change the total).
 How:
 
 1. The cleaned document's blocks, rendered as ``docsan clean`` writes them
-   (tables as Markdown pipe tables), are walked in reading order. A heading
-   starts a new section and updates the heading path; so does each chat
-   message. A chunk never spans two sections, so its ``headings`` hold for
-   all of its text.
+   (tables as Markdown pipe tables), are walked in reading order
+   (:mod:`docsan.chunking.pieces`). A heading, or a run of headings, starts
+   a new section and updates the heading path; so does each chat message. A
+   chunk never spans two sections, so its ``headings`` hold for all of it.
 2. A block over the limit is cut (:mod:`docsan.chunking.split`): a paragraph
    at sentence ends, a table between rows with its header rows repeated.
 3. Pieces are packed greedily, joined by a blank line, while the sum of
@@ -40,13 +40,11 @@ from pydantic import TypeAdapter
 
 from docsan.budget.segment import sentence_ends
 from docsan.budget.tokenizer import Tokenizer
-from docsan.chunking.split import split_table, split_text
+from docsan.chunking.pieces import JOINER, Piece, pieces
 from docsan.errors import ConfigError
 from docsan.model import BlockKind, Document, Source
 from docsan.pipeline import CleanResult
-from docsan.render import render_block
 
-JOINER = "\n\n"
 DEFAULT_MAX_TOKENS = 512
 # Below this a byte-level tokenizer may not fit one character (up to 4 byte
 # tokens) plus the join, and no limit could be kept.
@@ -88,25 +86,11 @@ def _chunk_adapter() -> TypeAdapter[Chunk]:
     return TypeAdapter(Chunk)
 
 
-@dataclass(frozen=True, slots=True)
-class _Piece:
-    """A block, or a cut of one, at most ``limit`` tokens; ``position`` is (page, block, cut) indices."""
-
-    text: str
-    position: tuple[int, int, int]
-    page_number: int
-    kind: BlockKind
-    source: Source
-    section: int
-    headings: tuple[str, ...]
-    tokens: int
-
-
 @dataclass(slots=True)
 class _Open:
     """The chunk being filled; ``estimate`` is the sum of its parts' counts and the joins."""
 
-    pieces: list[_Piece] = field(default_factory=list)
+    pieces: list[Piece] = field(default_factory=list)
     overlap: str = ""
     overlap_page: int | None = None
     estimate: int = 0
@@ -152,76 +136,7 @@ def iter_chunks(
     # The cuts of a long paragraph leave room for the overlap before them
     # (a maximal cut could never follow one), but keep at least half the limit.
     cut_limit = max(max_tokens - overlap - tok.count(JOINER), (max_tokens + 1) // 2) if overlap else max_tokens
-    yield from _Packer(doc.name, max_tokens, overlap, tok).pack(_pieces(doc, max_tokens, cut_limit, tok))
-
-
-def _pieces(doc: Document, limit: int, cut_limit: int, tok: Tokenizer) -> Iterator[_Piece]:
-    """Every rendered block in reading order (cut to ``cut_limit`` when over ``limit``), its section and headings.
-
-    A run of headings opens one section (a title and its first subheading go
-    with the text under them), and the first cut of a long paragraph under
-    them leaves room for them, so a heading does not end up alone in a chunk.
-    """
-    levels = heading_levels(doc)
-    path: list[tuple[int, str]] = []
-    section = 0
-    heads = 0  # tokens of the run of headings just before, with their joins
-    join = tok.count(JOINER)
-    for pi, page in enumerate(doc.pages):
-        if doc.is_chat:
-            section += 1
-            heads = 0
-        for bi, block in enumerate(page.blocks):
-            if block.kind is BlockKind.FURNITURE:
-                continue
-            text = render_block(block).strip()
-            if not text:
-                continue
-            if block.kind is BlockKind.HEADING:
-                if not heads:
-                    section += 1
-                level = levels.get((pi, bi), 1)
-                while path and path[-1][0] >= level:
-                    path.pop()
-                path.append((level, _heading_text(block.text)))
-            n = tok.count(text)
-            if n <= limit:
-                cuts = [text]
-            elif block.kind is BlockKind.TABLE and block.table is not None:
-                cuts = split_table(block.table, cut_limit, tok)
-            else:
-                room = cut_limit - heads - join
-                cuts = split_text(text, cut_limit, tok, first_limit=room if room >= cut_limit // 2 else None)
-            counts = [n] if n <= limit else tok.count_batch(cuts)
-            headings = tuple(h for _, h in path)
-            for ci, (cut, k) in enumerate(zip(cuts, counts, strict=True)):
-                yield _Piece(cut, (pi, bi, ci), page.number, block.kind, block.source, section, headings, k)
-            heads = heads + counts[-1] + join if block.kind is BlockKind.HEADING else 0
-
-
-def _heading_text(text: str) -> str:
-    return " ".join(text.lstrip("#").split())
-
-
-def heading_levels(doc: Document) -> dict[tuple[int, int], int]:
-    """Level of each heading block, keyed by (page, block) index: Markdown's ``#`` count, else its font size's rank.
-
-    PDF headings carry no level; a larger font is taken as a higher level,
-    the usual convention of report and paper templates.
-    """
-    headings = {
-        (pi, bi): b
-        for pi, page in enumerate(doc.pages)
-        for bi, b in enumerate(page.blocks)
-        if b.kind is BlockKind.HEADING
-    }
-    sizes = sorted({b.font_size for b in headings.values() if b.font_size is not None}, reverse=True)
-    rank = {s: i + 1 for i, s in enumerate(sizes)}
-    levels: dict[tuple[int, int], int] = {}
-    for key, b in headings.items():
-        hashes = len(b.text) - len(b.text.lstrip("#"))
-        levels[key] = hashes if 0 < hashes <= 6 else rank.get(b.font_size, 1) if b.font_size is not None else 1
-    return levels
+    yield from _Packer(doc.name, max_tokens, overlap, tok).pack(pieces(doc, max_tokens, cut_limit, tok))
 
 
 class _Packer:
@@ -232,9 +147,9 @@ class _Packer:
         self.join_cost = tok.count(JOINER)
         self.index = 0
 
-    def pack(self, pieces: Iterator[_Piece]) -> Iterator[Chunk]:
+    def pack(self, pieces: Iterator[Piece]) -> Iterator[Chunk]:
         # Pieces a chunk gave back (over the limit after all) come before the rest.
-        back: deque[_Piece] = deque()
+        back: deque[Piece] = deque()
         current = _Open()
         while True:
             piece = back.popleft() if back else next(pieces, None)
@@ -265,7 +180,7 @@ class _Packer:
             else:
                 current = _Open([first], estimate=first.tokens)
 
-    def _continued(self, previous: Chunk, last: _Piece, piece: _Piece) -> _Open:
+    def _continued(self, previous: Chunk, last: Piece, piece: Piece) -> _Open:
         """A chunk continuing the section: ``piece``, after the overlap when there is one and it fits.
 
         ``last`` is the previous chunk's last piece; the end of a table is no
@@ -278,11 +193,11 @@ class _Packer:
                 return _Open([piece], tail, last.page_number, estimate)
         return _Open([piece], estimate=piece.tokens)
 
-    def _close(self, current: _Open) -> tuple[Chunk, list[_Piece]]:
+    def _close(self, current: _Open) -> tuple[Chunk, list[Piece]]:
         """The chunk, and the pieces taken off its end while the exact count was over the limit."""
         text = current.text
         n = self.tok.count(text)
-        given_back: list[_Piece] = []
+        given_back: list[Piece] = []
         while n > self.limit and (len(current.pieces) > 1 or current.overlap):
             if len(current.pieces) > 1:
                 given_back.insert(0, current.pieces.pop())
