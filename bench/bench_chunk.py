@@ -67,8 +67,10 @@ def _cells(line: str) -> tuple[str, ...]:
     line = line.strip()
     if not line.startswith("|"):
         return ()
-    parts = line.replace("\\|", "\0").strip("|").split("|")
-    return tuple(c for c in (_norm(p.replace("\0", "|")) for p in parts) if c and set(c) - set("-:"))
+    cells = [_norm(p.replace("\0", "|")) for p in line.replace("\\|", "\0").strip("|").split("|")]
+    if all(set(c) <= set("-: ") for c in cells):
+        return ()  # the |---|---| line under a header
+    return tuple(c for c in cells if c)
 
 
 def _score(chunks: list[str], tables: list[tuple[Row, list[Row]]], limit: int, tok: Tokenizer) -> dict[str, float]:
