@@ -244,7 +244,7 @@ def clean(
             if html_report is not None:
                 results.append(result)
             if summary is not None:
-                summary.add(result, text)
+                summary.add(result)
             progress.advance(task)
 
     if report is not None:

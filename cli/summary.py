@@ -27,15 +27,16 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
 
-    def add(self, result: CleanResult, rendered: str) -> None:
-        """Count one cleaned input; ``rendered`` is its output as written."""
+    def add(self, result: CleanResult) -> None:
+        """Count one cleaned input: its text before and after, whatever format is written."""
         self.files += 1
         self.pages += len(result.original.pages)
         stages = result.report.stages
         # The pipeline counted the original already when it was given a counter (--html-report).
         first = stages[0].tokens_before if stages else None
         self.tokens_before += first if first is not None else self.count(result.original.text)
-        self.tokens_after += self.count(rendered)
+        last = stages[-1].tokens_after if stages else None
+        self.tokens_after += last if last is not None else self.count(result.document.text)
         self.removals.update(c.stage for c in result.report.changes)
         if self.verbose:
             ocr = [str(p.number) for p in result.original.pages if p.ocr]
