@@ -37,7 +37,7 @@ from bench.common import corpus_dir, text_layer_files  # noqa: E402
 from docsan.budget.tokenizer import Tokenizer, default_tokenizer_dir  # noqa: E402
 from docsan.chunking.pieces import heading_levels  # noqa: E402
 from docsan.model import Document  # noqa: E402
-from docsan.render import render_text  # noqa: E402
+from docsan.render import render_text, table_to_markdown  # noqa: E402
 
 LIMITS = (128, 512)
 DOCLING_VENV = ROOT / ".venv-docling"
@@ -153,7 +153,20 @@ def run() -> dict:
         "table_rows": sum(len(body) for ts in tables for _, body in ts),
         "docling": "not run: .venv-docling/ missing (bench/setup_docling.sh)",
     }
+    rendered = [
+        table_to_markdown(b.table).splitlines()
+        for r in results
+        for _, b in r.document.blocks()
+        if b.table and b.table.n_rows
+    ]
     for limit in LIMITS:
+        # Rows that cannot sit under their header line within the limit: no chunker can give them a header.
+        out[f"rows_wider_than_limit_with_header_{limit}"] = sum(
+            1
+            for lines in rendered
+            for n in tok.count_batch(["\n".join([*lines[:2], row]) for row in lines[2:]])
+            if n > limit
+        )
         splitter = RecursiveCharacterTextSplitter(chunk_size=limit, chunk_overlap=0, length_function=tok.count)
         runs: dict[str, tuple[list[list[str]], float]] = {}
         timed: list[tuple[str, Callable[[docsan.CleanResult], list[str]]]] = [
@@ -191,6 +204,8 @@ def markdown(result: dict) -> str:
         "| mean fill | seconds |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    wide = [f"{result[f'rows_wider_than_limit_with_header_{n}']} at {n}" for n in LIMITS]
+    lines[1:1] = [f"Rows that do not fit under their header line within the limit: {', '.join(wide)}.", ""]
     for limit in LIMITS:
         for name, r in result[f"limit_{limit}"].items():
             lines.append(
