@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.docsan-installed
 DEMO   := fixtures/bilingual_report.pdf
 
-.PHONY: setup system-deps demo test lint bench clean-venv
+.PHONY: setup system-deps demo test test-fast lint bench golden clean-venv
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -37,6 +37,16 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
+
+# Everything but the tests marked slow (OCR, the vLLM engine, the bench harness, the OCR golden pages).
+test-fast: setup
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q -m "not slow"
+
+# After a change of output made on purpose: rewrite tests/golden/ (tests/golden_outputs.py
+# says what the cases are), then commit it with the reason; `git diff --stat tests/golden` lists what changed.
+golden: setup
+	$(BIN)/python -m tests.golden_outputs --write $(CASES)
 
 lint: setup
 	$(BIN)/ruff check .

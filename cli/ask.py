@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,19 +11,23 @@ import typer
 
 from docsan.errors import DocsanError
 
-from .common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
+from .common import (
+    BackendChoice,
+    ConfigOption,
+    FormatOption,
+    JsonAlias,
+    TextOrJson,
+    err_console,
+    fail,
+    get_config,
+    wants_json,
+)
 
 if TYPE_CHECKING:
     from docsan.runner.ask import Answer, Prepared
 
 # Exit status of a request the guard refused (1 is any other failure, 2 a bad configuration).
 EXIT_REFUSED = 3
-
-
-class BackendChoice(StrEnum):
-    embedded = "embedded"
-    inprocess = "inprocess"
-    remote = "remote"
 
 
 def ask(
@@ -65,9 +68,7 @@ def ask(
         ),
     ] = None,
     model_alias: Annotated[Path | None, typer.Option("--model", hidden=True, help="The same as --tokenizer.")] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Answer QUESTION from FILE: extract, clean, fit the budget, guard, route to a tier, run.
 

@@ -9,15 +9,13 @@ from typing import Annotated, TextIO
 
 import typer
 
+from docsan.batch import clean_inputs, expand_inputs
 from docsan.budget.tokenizer import Tokenizer
 from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
 from docsan.config import Config
 from docsan.errors import DocsanError
-from docsan.extract import load
-from docsan.pipeline import Pipeline
 
-from .clean import expand_inputs
-from .common import error_line, fail, get_config
+from .common import ConfigOption, error_line, fail, get_config
 
 
 def chunk(
@@ -37,9 +35,7 @@ def chunk(
         str | None,
         typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
     ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Clean FILES and cut them into chunks for retrieval: whole paragraphs, tables cut between rows.
 
@@ -51,10 +47,10 @@ def chunk(
     config = get_config(config_file)
     try:
         tok = Tokenizer.load(tokenizer)
-        pipeline = Pipeline.from_config(_with_guard(config, tokenizer))
+        inputs = expand_inputs(paths, exclude=output)
+        outcomes = clean_inputs(inputs, _with_guard(config, tokenizer))
     except DocsanError as err:
         fail(str(err), 2)
-    inputs = expand_inputs(paths)
     if not inputs:
         fail("no input files found", 2)
     out: TextIO
@@ -65,17 +61,13 @@ def chunk(
         out = output.open("w", encoding="utf-8")
     failed = 0
     try:
-        for src in inputs:
-            try:
-                result = pipeline.run(load(src, config.extract))
-                chunks = iter_chunks(result, max_tokens, overlap=overlap, tokenizer=tok)
-                lines = [json.dumps(c.to_dict(), ensure_ascii=False) for c in chunks]
-            except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
+        for outcome in outcomes:
+            if outcome.result is None:
                 failed += 1
-                known = isinstance(err, DocsanError)
-                error_line(str(err) if known else f"{src}: internal error ({type(err).__name__}: {err})")
+                error_line(outcome.error or f"{outcome.source}: failed")
                 continue
-            out.write("".join(line + "\n" for line in lines))
+            chunks = iter_chunks(outcome.result, max_tokens, overlap=overlap, tokenizer=tok)
+            out.write("".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks))
     finally:
         if out is not sys.stdout:
             out.close()

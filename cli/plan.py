@@ -16,7 +16,7 @@ from docsan.runner.planner import DEFAULT_RESERVE_BYTES, Plan, plan
 from docsan.runner.tiers import GIB, build_tiers
 from docsan.runner.validate import tier_problems
 
-from .common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
+from .common import ConfigOption, FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 
 
 def plan_cmd(
@@ -33,9 +33,7 @@ def plan_cmd(
     ] = DEFAULT_RESERVE_BYTES / GIB,
     fmt: FormatOption = TextOrJson.text,
     json_alias: JsonAlias = False,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Plan a tier's GPU memory: weights, KV cache per token, capacity, concurrent sequences.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,7 +14,17 @@ from docsan.runner.backends.factory import make_backend
 from docsan.runner.queue import DeferredQueue, Job, run_pending
 from docsan.runner.tiers import build_tiers
 
-from .common import FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
+from .common import (
+    BackendChoice,
+    ConfigOption,
+    FormatOption,
+    JsonAlias,
+    TextOrJson,
+    err_console,
+    fail,
+    get_config,
+    wants_json,
+)
 from .help import Command, Group
 
 queue_app = typer.Typer(
@@ -25,10 +34,6 @@ queue_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-]
-
 
 @queue_app.command("list", cls=Command)
 def list_jobs(
@@ -37,7 +42,7 @@ def list_jobs(
     ] = None,
     fmt: FormatOption = TextOrJson.text,
     json_alias: JsonAlias = False,
-    config_file: ConfigOpt = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """List queued jobs, oldest first (--format json: one JSON object per job, one per line)."""
     as_json = wants_json(fmt, json_alias)
@@ -54,15 +59,17 @@ def list_jobs(
 def run_jobs(
     limit: Annotated[int | None, typer.Option("--limit", help="Run at most this many jobs.", min=1)] = None,
     backend: Annotated[
-        str | None, typer.Option("--backend", help="embedded, inprocess or remote (default: config).")
+        BackendChoice | None, typer.Option("--backend", help="embedded, inprocess or remote (default: config).")
     ] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Remote backend server for every tier.")] = None,
-    config_file: ConfigOpt = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Run pending jobs on their tiers and store the answers (see them with `queue list --format json`)."""
     config = get_config(config_file)
     try:
-        runner_backend = make_backend(backend or config.runner.backend, config.runner, base_url=base_url)
+        runner_backend = make_backend(
+            backend.value if backend else config.runner.backend, config.runner, base_url=base_url
+        )
         jobs = run_pending(
             DeferredQueue(config.runner.queue_path),
             runner_backend,

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from docsan.serialize import json_schema
+from docsan.schema import json_schema
 
 
 class SchemaName(StrEnum):

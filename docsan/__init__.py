@@ -7,7 +7,7 @@ Typical use::
     result = docsan.clean_file("report.pdf")
     print(result.text)                 # the cleaned text
     for change in result.report.changes:
-        print(change.stage, change.reason, change.text[:40])
+        print(change.code, change.kind, change.reason, change.text[:40])
     for piece in docsan.chunk(result, max_tokens=512):
         print(piece.num_tokens, piece.page_numbers, piece.headings)
 
@@ -18,7 +18,7 @@ from docsan.api import clean_document, clean_file, clean_text
 from docsan.chunking import Chunk, chunk
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.errors import ConfigError, DocsanError, InputError
-from docsan.model import BBox, Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
+from docsan.model import BBox, Block, BlockKind, Cell, ChangeKind, Document, DocumentKind, Page, Source, Table
 from docsan.pipeline import CleanResult, Pipeline
 from docsan.report import Change, Report, StageResult
 
@@ -30,6 +30,7 @@ __all__ = [
     "BlockKind",
     "Cell",
     "Change",
+    "ChangeKind",
     "Chunk",
     "CleanResult",
     "Config",

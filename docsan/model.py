@@ -1,9 +1,14 @@
-"""The document model every extractor produces and every stage transforms.
+"""The document model every extractor produces and every stage transforms, and the record of an edit.
 
 A :class:`Document` is a tuple of :class:`Page` objects, a page a tuple of
 :class:`Block` objects. Everything is frozen: a stage never edits its input,
 it builds a new document (``dataclasses.replace`` keeps that cheap because
 untouched pages and blocks are shared, not copied).
+
+A :class:`Change` records one removal, rewrite or finding. It is defined
+here, below the report, because a document carries the changes its
+extraction made (hidden text it left out); :mod:`docsan.report` holds the
+vocabulary of change codes and assembles the audit.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cache
 from typing import Any
+
+from docsan.errors import InputError
 
 
 class BlockKind(StrEnum):
@@ -20,9 +28,6 @@ class BlockKind(StrEnum):
     TEXT = "text"
     HEADING = "heading"
     TABLE = "table"
-    # Running headers, footers and page numbers: kept in the model (so the
-    # report can show them) only until the furniture stage drops them.
-    FURNITURE = "furniture"
 
 
 class Source(StrEnum):
@@ -140,6 +145,50 @@ class Page:
         return "\n\n".join(b.text for b in self.blocks if b.text)
 
 
+class ChangeKind(StrEnum):
+    """What a change did to the text; the code (``Change.code``) says which rule did it."""
+
+    # Text was taken out; ``replacement``, when set, is what remains of it.
+    REMOVED = "removed"
+    # Text was changed into other text (mojibake repaired, lines joined, a token escaped).
+    REWRITTEN = "rewritten"
+    # Nothing was changed: something a reader should know (a table the extractor flattened).
+    FINDING = "finding"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One removal, rewrite or finding, by a stage or by the extraction.
+
+    ``code`` is machine-readable, from the vocabulary in docs/report.md
+    (``furniture.running_header``); ``kind`` says what happened to the text;
+    ``reason`` says it for a human, with the details (counts, similarity).
+    ``text`` is what was there; ``replacement`` is the new text of a rewrite,
+    or ``None`` for a removal; ``duplicate_of`` names what a removed repeat
+    duplicated, so a reader can check it was really a repeat. Build one with
+    its code's :meth:`docsan.report.ChangeCode.change`, which fills ``stage``,
+    ``code`` and ``kind`` consistently.
+    """
+
+    stage: str
+    reason: str
+    page: int
+    text: str
+    replacement: str | None = None
+    duplicate_of: str | None = None
+    code: str = field(kw_only=True)
+    kind: ChangeKind = field(kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": self.stage, "code": self.code, "kind": self.kind.value}
+        out |= {"reason": self.reason, "page": self.page, "text": self.text}
+        if self.replacement is not None:
+            out["replacement"] = self.replacement
+        if self.duplicate_of is not None:
+            out["duplicate_of"] = self.duplicate_of
+        return out
+
+
 class DocumentKind(StrEnum):
     PDF = "pdf"
     TEXT = "text"
@@ -157,6 +206,9 @@ class Document:
     name: str = "<text>"
     # Extraction notes that are not removals (repaired xref, OCR'd pages...).
     notes: tuple[str, ...] = field(default=())
+    # What the extraction left out of the text, with the text (hidden and
+    # white text, a text layer replaced by OCR): the first part of the audit.
+    extraction: tuple[Change, ...] = field(default=())
 
     def with_pages(self, pages: list[Page] | tuple[Page, ...]) -> Document:
         return replace(self, pages=tuple(pages))
@@ -176,14 +228,47 @@ class Document:
         return self.kind is DocumentKind.CHAT
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data with a ``schema_version`` (``docsan schema document`` describes it)."""
-        from docsan.serialize import document_to_dict
+        """JSON-ready data: ``schema_version``, then pages → blocks (text, kind, source, bbox, table grid).
 
-        return document_to_dict(self)
+        Fields left at ``None`` (a plain-text block has no ``bbox``) are
+        omitted and read back as their defaults, so
+        ``Document.from_dict(doc.to_dict()) == doc``. ``docsan schema document``
+        describes it.
+        """
+        data = _document_adapter().dump_python(self, mode="json", exclude_none=True)
+        return {"schema_version": SCHEMA_VERSION, **data}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Document:
-        """Read back what :meth:`to_dict` wrote; raises :class:`docsan.errors.InputError` on bad data."""
-        from docsan.serialize import document_from_dict
+        """Read back what :meth:`to_dict` wrote; raises :class:`docsan.errors.InputError` naming the bad field."""
+        from pydantic import ValidationError
 
-        return document_from_dict(data)
+        if not isinstance(data, dict):
+            raise InputError("document data", f"expected an object, got {type(data).__name__}")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            problem = f"schema_version {version!r} is not {SCHEMA_VERSION} (the one docsan reads)"
+            raise InputError("document data", problem)
+        try:
+            return _document_adapter().validate_python({k: v for k, v in data.items() if k != "schema_version"})
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "document"
+            raise InputError("document data", f"{loc}: {first['msg']}") from None
+
+
+# Bumped when a field of the JSON form is renamed or removed or changes meaning; an added optional
+# field keeps it (old readers ignore it, old data lacks it).
+SCHEMA_VERSION = 1
+
+
+@cache
+def _document_adapter() -> Any:
+    """pydantic's serialiser and validator for :class:`Document`, built on first use (~50 ms).
+
+    Derived from the dataclasses themselves, like the JSON Schema (docsan/schema.py): a field added
+    to the model is in both.
+    """
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Document)

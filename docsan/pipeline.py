@@ -48,7 +48,7 @@ class Pipeline:
         count: Callable[[str], int] | None = None,
     ) -> CleanResult:
         """Run every stage over ``doc``; with ``count`` (a tokenizer's), each stage's tokens before and after too."""
-        report = Report(source=doc.name, notes=list(doc.notes))
+        report = Report(source=doc.name, notes=list(doc.notes), extraction=list(doc.extraction))
         current = doc
         tokens = count(current.text) if count is not None else None
         for stage in self.stages:

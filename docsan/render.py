@@ -1,10 +1,33 @@
-"""Turn a cleaned document into what a prompt or a file needs: text, Markdown, HTML (JSON: docsan.serialize)."""
+"""Turn a cleaned document into what a prompt or a file needs: text, Markdown, HTML (JSON: docsan.batch)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
+from typing import Literal
 
 from docsan.model import Block, BlockKind, Document, Table
+
+# What a cleaned document is written as: plain text, Markdown (headings, pipe tables), JSON with the
+# structure and the report (docsan.batch.clean_output), or HTML.
+OutputFormat = Literal["text", "markdown", "json", "html"]
+
+
+def table_row_text(cells: Iterable[str]) -> str:
+    """One table row as text, ``| a | b |``: how a table's rows read everywhere (block text, reports, Markdown).
+
+    The outer pipes keep an empty first or last cell visible.
+    """
+    return "| " + " | ".join(cells) + " |"
+
+
+def table_text(table: Table) -> str:
+    """A table block's plain text (``Block.text``): one :func:`table_row_text` line per row, no header rule.
+
+    Spanned positions count as empty cells, as in the Markdown rendering, so
+    the text is the same whether the extractor or the tables stage built the grid.
+    """
+    return "\n".join(table_row_text(row) for row in table.text_rows())
 
 
 def table_to_markdown(table: Table) -> str:
@@ -16,8 +39,7 @@ def table_to_markdown(table: Table) -> str:
 
     def line(cells: list[str]) -> str:
         cells = [c.replace("\n", " ").replace("|", "\\|") for c in cells]
-        cells += [""] * (width - len(cells))
-        return "| " + " | ".join(cells) + " |"
+        return table_row_text(cells + [""] * (width - len(cells)))
 
     head = rows[0] if table.header_rows else [""] * width
     body = rows[1:] if table.header_rows else rows
@@ -64,11 +86,7 @@ def render_block(block: Block, *, markdown: bool = False, table_html: bool = Fal
 
 def render_text(doc: Document, *, markdown: bool = False, table_html: bool = False) -> str:
     """Blocks separated by blank lines; pages too (a page break is just a paragraph break)."""
-    parts = [
-        render_block(b, markdown=markdown, table_html=table_html)
-        for _, b in doc.blocks()
-        if b.kind is not BlockKind.FURNITURE
-    ]
+    parts = [render_block(b, markdown=markdown, table_html=table_html) for _, b in doc.blocks()]
     return "\n\n".join(p for p in parts if p.strip())
 
 
@@ -89,7 +107,7 @@ def render_html(doc: Document) -> str:
     body = []
     for page in doc.pages:
         label = f' data-role="{html.escape(page.role)}"' if page.role else ""
-        parts = [_block_html(b) for b in page.blocks if b.kind is not BlockKind.FURNITURE and b.text.strip()]
+        parts = [_block_html(b) for b in page.blocks if b.text.strip()]
         if parts:
             body.append(f'<section data-page="{page.number}"{label}>\n' + "\n".join(parts) + "\n</section>")
     title = html.escape(doc.name)

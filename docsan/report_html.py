@@ -26,7 +26,7 @@ from importlib.resources import files
 
 import regex
 
-from docsan.model import BlockKind, Document, Page
+from docsan.model import ChangeKind, Document, Page
 from docsan.pipeline import CleanResult
 from docsan.render import render_block
 from docsan.report import Change
@@ -160,7 +160,7 @@ def _page_original(page: Page) -> str:
 
 
 def _page_cleaned(page: Page) -> str:
-    parts = [render_block(b) for b in page.blocks if b.kind is not BlockKind.FURNITURE]
+    parts = [render_block(b) for b in page.blocks]
     return "\n\n".join(p for p in parts if p.strip())
 
 
@@ -191,9 +191,10 @@ def _marked(text: str, placed: list[_Placed], ids: dict[int, str]) -> str:
             out.append(body)
         else:
             c = placed[n].change
-            label = html.escape(f"{c.stage}: {c.reason}", quote=True)
+            label = html.escape(f"{c.stage}: {c.reason} [{c.code}]", quote=True)
             out.append(
-                f'<mark class="rm" data-stage="{html.escape(c.stage)}" data-change="{ids[n]}" '
+                f'<mark class="rm" data-stage="{html.escape(c.stage)}" data-code="{html.escape(c.code)}" '
+                f'data-change="{ids[n]}" '
                 f'style="--c:{colour(c.stage)}" title="{label}">{body}</mark>'
             )
         i = j
@@ -220,20 +221,35 @@ def _token_bars(result: CleanResult) -> str:
 
 
 def _notes(result: CleanResult) -> str:
-    notes = list(result.report.notes)
+    """The extraction's notes, the pages OCR read, and what the extraction left out, with its text.
+
+    What the extraction dropped (hidden or white text, a text layer set
+    aside for OCR) never reached the extracted pages, so it is listed here
+    rather than highlighted in them.
+    """
+    items = [html.escape(n) for n in result.report.notes]
     ocr = [p.number for p in result.original.pages if p.ocr]
     if ocr:
-        notes.insert(0, f"pages read by OCR: {', '.join(map(str, ocr))}")
-    if not notes:
+        items.insert(0, f"pages read by OCR: {', '.join(map(str, ocr))}")
+    for c in result.report.extraction:
+        shown = "".join(_char_html(ch) for ch in c.text[:500])
+        items.append(
+            f'<span class="swatch" style="background:{colour(c.stage)}"></span>page {c.page}: '
+            f"{html.escape(c.reason)} <code>{html.escape(c.code)}</code>: <q>{shown}</q>"
+        )
+    if not items:
         return '<p class="none">No extraction notes.</p>'
-    return '<ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
+    return '<ul class="notes">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
 
 
 def _document_section(result: CleanResult, n: int) -> str:
     doc: Document = result.document
+    # The stages' changes are found in the pages; findings changed nothing, the extraction's are notes.
     by_page: dict[int, list[Change]] = {}
-    for c in result.report.changes:
-        by_page.setdefault(c.page, []).append(c)
+    for c in (c for s in result.report.stages for c in s.changes):
+        if c.kind is not ChangeKind.FINDING:
+            by_page.setdefault(c.page, []).append(c)
+    findings = [c for c in result.report.changes if c.kind is ChangeKind.FINDING]
     cleaned = {p.number: p for p in doc.pages}
     pages = []
     total_lost = 0
@@ -273,9 +289,19 @@ def _document_section(result: CleanResult, n: int) -> str:
         f'<article class="doc" id="d{n}"><h2>{html.escape(doc.name)}</h2>'
         f'<p class="meta">{len(result.original.pages)} page(s) · changes: {html.escape(summary)}'
         f"{f' · {total_lost} not placed' if total_lost else ''}</p>"
-        f"<h3>Extraction notes</h3>{_notes(result)}"
+        f"<h3>Extraction notes</h3>{_notes(result)}{_findings(findings)}"
         f"<h3>Tokens per stage</h3>{bars}" + "".join(pages) + "</article>"
     )
+
+
+def _findings(findings: list[Change]) -> str:
+    """What a stage noticed but did not change (a table left as the extractor gave it)."""
+    if not findings:
+        return ""
+    items = "".join(
+        f"<li>page {c.page}: {html.escape(c.reason)} <code>{html.escape(c.code)}</code></li>" for c in findings
+    )
+    return f'<h3>Findings (nothing changed)</h3><ul class="findings">{items}</ul>'
 
 
 def _legend(results: Sequence[CleanResult]) -> str:

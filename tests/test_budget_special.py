@@ -9,13 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docsan.budget.special_tokens import SpecialTokens, neutralise
+from docsan.budget.control_tokens import neutralise
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import ExtractConfig
 from docsan.extract import load
 from docsan.model import Block, BlockKind, Table
 from docsan.render import render_text
 from docsan.stages import build_stage
+from docsan.stages.special_tokens import SpecialTokens
 
 CONTROL = ["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>", "<｜begin▁of▁sentence｜>"]
 
@@ -87,7 +88,7 @@ def test_stage_on_real_chinese_report_with_planted_tokens(corpus: Path, tok: Tok
 
     removed = SpecialTokens(action="remove")(doc)
     assert special_ids_in(render_text(removed.document), tok) == set()
-    assert all(c.replacement is None and c.reason == "control token removed" for c in removed.changes)
+    assert all(c.replacement is None and c.code == "special_tokens.removed" for c in removed.changes)
 
 
 def test_clean_document_is_returned_as_is(tok: Tokenizer) -> None:

@@ -22,7 +22,7 @@ from docsan.budget.tokenizer import Tokenizer
 from docsan.chunking import Chunk, chunk
 from docsan.extract.text import text_document
 from docsan.render import render_block, table_to_markdown
-from docsan.serialize import json_schema
+from docsan.schema import json_schema
 
 NO_OCR = docsan.Config().with_overrides(extract={"ocr": "never"})
 

@@ -86,10 +86,11 @@ def test_huge_page_is_downscaled_not_hung(corpus: Path) -> None:
     assert doc.pages[0].ocr
 
 
-def test_timeout_leaves_the_page_empty_with_a_note(corpus: Path) -> None:
+def test_timeout_leaves_the_page_empty_and_says_so(corpus: Path) -> None:
     doc = load_pdf(corpus / "zh_cv_book_titlepage_scan_1p.pdf", ExtractConfig(ocr_timeout_s=0.01))
     assert doc.text == ""
-    assert any("gave up" in n for n in doc.notes)
+    (given_up,) = doc.extraction
+    assert given_up.code == "extract.ocr_given_up" and given_up.page == 1 and "gave up after" in given_up.reason
 
 
 def test_missing_tesseract_is_a_clear_error(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,3 +108,6 @@ def test_ocr_always_replaces_a_good_text_layer(corpus: Path) -> None:
     assert page.ocr and page.blocks and all(b.source is Source.OCR for b in page.blocks)
     assert "Server" in page.text
     assert doc.notes == ("page 1: OCR forced; OCR'd (eng)",)
+    # The text layer it replaced is reported, whole.
+    (replaced,) = doc.extraction
+    assert replaced.code == "extract.text_layer_replaced" and "Server closets" in replaced.text

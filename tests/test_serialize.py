@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 import docsan
 from cli.main import app
 from docsan import BBox, Block, BlockKind, Cell, Document, DocumentKind, InputError, Page, Source, Table
+from docsan.model import SCHEMA_VERSION
 from docsan.render import render_text
-from docsan.serialize import SCHEMA_VERSION, json_schema
+from docsan.schema import json_schema
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "docs" / "schema"
 NO_OCR = docsan.Config().with_overrides(extract={"ocr": "never"})

@@ -32,15 +32,14 @@ from typing import Literal
 from docsan.budget.rank import bm25_scores
 from docsan.budget.segment import Piece, Unit, rendered_pieces, sentence_ends, units
 from docsan.budget.tokenizer import Tokenizer
+from docsan.config import BudgetStrategy
 from docsan.errors import ConfigError
-from docsan.model import BlockKind, Document
+from docsan.model import ChangeKind, Document
 from docsan.render import render_text
-from docsan.report import Change, StageResult
+from docsan.report import Change, ChangeCode, StageResult
 
-Strategy = Literal["head", "head-tail", "query"]
 Keep = Literal["head", "tail"]
 
-STAGE = "budget"
 JOINER = "\n\n"  # what render_text puts between blocks
 # head-tail gives the beginning two thirds of the budget: titles, summaries
 # and definitions come first in reports and contracts; the last third keeps
@@ -55,9 +54,20 @@ HEAD_SHARE = 2 / 3
 TOKEN_CUT_MIN_SHARE = 0.05
 TOKEN_CUT_MIN = 8
 
-DROPPED = "dropped: over budget"
-CUT_SENTENCE = "cut at sentence end: over budget"
-CUT_TOKEN = "cut at token boundary: no sentence end fits"
+DROPPED = ChangeCode("budget.dropped", ChangeKind.REMOVED, "a block left out to fit the token budget")
+CUT_SENTENCE = ChangeCode(
+    "budget.cut_sentence", ChangeKind.REMOVED, "a block cut at a sentence end to fit the budget (replacement: kept)"
+)
+CUT_TOKEN = ChangeCode(
+    "budget.cut_token",
+    ChangeKind.REMOVED,
+    "a block cut at a token boundary where no sentence end fits (replacement: kept)",
+)
+_REASONS = {
+    DROPPED: "dropped: over budget",
+    CUT_SENTENCE: "cut at sentence end: over budget",
+    CUT_TOKEN: "cut at token boundary: no sentence end fits",
+}
 
 
 @dataclass(slots=True)
@@ -68,7 +78,8 @@ class _Taken:
     cost: int
     keep: Keep
     body: str | None = None
-    reason: str = ""
+    # How the body was cut (CUT_SENTENCE or CUT_TOKEN); None when kept whole.
+    cut: ChangeCode | None = None
 
     @property
     def pieces(self) -> tuple[Piece, ...]:
@@ -215,7 +226,7 @@ def _first_fitting(positions: list[int], fits: Callable[[int], bool]) -> int | N
     return positions[lo] if lo < len(positions) else None
 
 
-def resolve_strategy(strategy: Strategy | None, query: str | None) -> Strategy:
+def resolve_strategy(strategy: BudgetStrategy | None, query: str | None) -> BudgetStrategy:
     """``query`` when a question is given, else ``head``; a query strategy without a question is an error."""
     if strategy is None:
         return "query" if query and query.strip() else "head"
@@ -229,7 +240,7 @@ def fit_document(
     budget: int,
     tokenizer: Tokenizer,
     *,
-    strategy: Strategy | None = None,
+    strategy: BudgetStrategy | None = None,
     query: str | None = None,
     markdown: bool = False,
     table_html: bool = False,
@@ -323,7 +334,7 @@ def _fill_slack(
 
 
 def _build(doc: Document, taken: list[_Taken]) -> Document:
-    """The document with only the taken blocks (cut bodies replaced); furniture and blank blocks stay."""
+    """The document with only the taken blocks (cut bodies replaced); blank blocks stay."""
     kept: dict[tuple[int, int], str | None] = {}
     for t in taken:
         for p in t.pieces:
@@ -336,7 +347,7 @@ def _build(doc: Document, taken: list[_Taken]) -> Document:
             if key in kept:
                 text = kept[key]
                 blocks.append(block if text is None else block.with_text(text))
-            elif block.kind is BlockKind.FURNITURE or not block.text.strip():
+            elif not block.text.strip():
                 blocks.append(block)  # never rendered, so never counted: left for later stages
         pages.append(page.with_blocks(blocks))
     return replace(doc, pages=tuple(pages))
@@ -354,9 +365,10 @@ def _changes(all_units: list[Unit], taken: list[_Taken]) -> list[Change]:
         changes.extend(_dropped(p) for p in unit.pieces if p not in t.pieces)
         if t.body is not None:
             p = unit.body
-            changes.append(Change(STAGE, t.reason, p.page_number, p.text, replacement=t.body))
+            assert t.cut is not None
+            changes.append(t.cut.change(_REASONS[t.cut], p.page_number, p.text, replacement=t.body))
     return changes
 
 
 def _dropped(piece: Piece) -> Change:
-    return Change(STAGE, DROPPED, piece.page_number, piece.text)
+    return DROPPED.change(_REASONS[DROPPED], piece.page_number, piece.text)

@@ -50,8 +50,6 @@ def pieces(doc: Document, limit: int, cut_limit: int, tok: Tokenizer) -> Iterato
             section += 1
             heads = 0
         for bi, block in enumerate(page.blocks):
-            if block.kind is BlockKind.FURNITURE:
-                continue
             text = render_block(block).strip()
             if not text:
                 continue

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 from docsan.errors import InputError
-from docsan.extract.text import decode, paragraphs_to_blocks
+from docsan.extract.text import decode
 from docsan.model import Document, DocumentKind, Page, Source
+from docsan.text.paragraphs import paragraphs_to_blocks
 
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from docsan.extract.mupdf import pymupdf
+from docsan.geometry import Rect
+from docsan.tables.ruled import Span
 
 # Extraction flags: keep whitespace as drawn, drop text outside the media box,
 # and no images (they would be copied into the dictionary, bytes and all).
@@ -49,8 +51,6 @@ HEADING_MAX_LINES = 3
 # Extra space between two lines of a block, in font sizes, that makes a
 # paragraph break (see _split_paragraphs).
 PARAGRAPH_GAP = 0.5
-
-Rect = tuple[float, float, float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,15 +103,6 @@ class TextBox:
         return TextBox.of([ln for ln in self.lines if not drop(ln)])
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A visible span: text, box, and the vertical centre of its line."""
-
-    text: str
-    bbox: Rect
-    line_y: float
-
-
 @dataclass(slots=True)
 class PageText:
     """What one extraction pass found on a page."""
@@ -120,8 +111,9 @@ class PageText:
     # Text drawn invisibly (render mode 3 or alpha 0): an OCR layer over a
     # scan, or hidden text that must not reach a prompt.
     hidden: list[TextBox] = field(default_factory=list)
-    # Characters of white text on a white background, dropped.
+    # White text on a white background, dropped: its characters, and its text line by line.
     white_chars: int = 0
+    white: list[str] = field(default_factory=list)
     # Straight thin lines and rectangle edges: the ruling lines of tables,
     # horizontal as (x0, x1, y) and vertical as (y0, y1, x).
     rules_h: list[tuple[float, float, float]] = field(default_factory=list)
@@ -249,6 +241,7 @@ def read_page(
         hidden: list[Line] = []
         for line in b["lines"]:
             vis_spans, hid_spans = [], []
+            white_line: list[str] | None = None  # most lines have no white text: no list for them
             line_y = (line["bbox"][1] + line["bbox"][3]) / 2
             for s in line["spans"]:
                 if is_hidden(s):
@@ -260,10 +253,15 @@ def read_page(
                     bb = tuple(s["bbox"])
                     if not any(_overlaps(bb, r) for r in out.fills + images):
                         out.white_chars += len(s["text"].strip())
+                        if white_line is None:
+                            white_line = []
+                        white_line.append(s["text"])
                         continue
                 vis_spans.append(s)
                 if keep_spans:
                     out.spans.append(Span(s["text"], tuple(s["bbox"]), line_y))  # type: ignore[arg-type]
+            if white_line:
+                out.white.append("".join(white_line).strip())
             whole = len(vis_spans) == len(line["spans"])
             for spans, target in ((vis_spans, shown), (hid_spans, hidden)):
                 if spans:

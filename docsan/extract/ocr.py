@@ -24,9 +24,9 @@ from PIL import Image
 
 from docsan.config import ExtractConfig
 from docsan.errors import DocsanError
-from docsan.extract.joining import join_pieces
 from docsan.extract.mupdf import pymupdf
 from docsan.model import BBox, Block, Source
+from docsan.text.joining import join_pieces
 
 # OSD needs only letter shapes; this is its resolution (see the module docstring).
 OSD_DPI = 150
@@ -51,6 +51,8 @@ class OcrUnavailableError(DocsanError):
 class OcrPage:
     blocks: list[Block] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Why the page could not be read at all (size or time limit); the extractor records it as a Change.
+    given_up: str | None = None
 
 
 def _dpi_within_limit(rect: pymupdf.Rect, dpi: int, max_megapixels: float) -> int:
@@ -111,7 +113,7 @@ def ocr_page(page: pymupdf.Page, config: ExtractConfig) -> OcrPage:
     number = page.number + 1
     dpi = _dpi_within_limit(page.rect, config.dpi, config.ocr_max_megapixels)
     if dpi < MIN_DPI:
-        out.notes.append(f"page {number}: too large to OCR within {config.ocr_max_megapixels:g} megapixels; skipped")
+        out.given_up = f"too large to OCR within {config.ocr_max_megapixels:g} megapixels; skipped"
         return out
     if dpi < config.dpi:
         out.notes.append(
@@ -136,7 +138,7 @@ def ocr_page(page: pymupdf.Page, config: ExtractConfig) -> OcrPage:
     except RuntimeError as err:
         if "timeout" not in str(err).lower():
             raise
-        out.notes.append(f"page {number}: OCR gave up after {config.ocr_timeout_s:g} s; page left empty")
+        out.given_up = f"OCR gave up after {config.ocr_timeout_s:g} s; page left empty"
         return out
     out.blocks = _paragraphs(data, rotate, w, h, 72 / dpi)
     return out

@@ -21,10 +21,29 @@ from pathlib import Path
 
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
-from docsan.extract import layout, tables, textlayer_quality
-from docsan.extract.layout import PageText, Rect, TextBox
+from docsan.extract import layout, textlayer_quality
+from docsan.extract.layout import PageText, TextBox
 from docsan.extract.mupdf import pymupdf
-from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Source
+from docsan.geometry import Rect
+from docsan.model import BBox, Block, BlockKind, Change, ChangeKind, Document, DocumentKind, Page, Source
+from docsan.render import table_text
+from docsan.report import ChangeCode
+from docsan.tables import ruled
+
+HIDDEN_TEXT = ChangeCode(
+    "extract.hidden_text",
+    ChangeKind.REMOVED,
+    "text drawn invisibly (render mode 3 or alpha 0) on a page that is not a scan",
+)
+WHITE_TEXT = ChangeCode("extract.white_text", ChangeKind.REMOVED, "white text on the white page")
+TEXT_LAYER_REPLACED = ChangeCode(
+    "extract.text_layer_replaced",
+    ChangeKind.REMOVED,
+    "a page's text layer set aside (garbage, or OCR forced): replaced by OCR, or by nothing when OCR is off or fails",
+)
+OCR_GIVEN_UP = ChangeCode(
+    "extract.ocr_given_up", ChangeKind.REMOVED, "a page OCR gave up on (time or size limit), left empty"
+)
 
 # A page counts as a scan when images cover at least this share of it (all
 # images together: some scanners slice a page into dozens of strips).
@@ -72,9 +91,15 @@ def load_pdf(path: Path, config: ExtractConfig, *, pages: Iterable[int] | None =
         if doc.is_repaired:
             notes.append("the PDF's cross-reference table was damaged; PyMuPDF repaired it")
         wanted = sorted(set(pages)) if pages is not None else range(1, count + 1)
-        drafts = [_extract_page(doc[n - 1], config, notes) for n in wanted if 1 <= n <= count]
+        drafts = [_extract_page(doc[n - 1], config) for n in wanted if 1 <= n <= count]
     body = layout.body_size([b for d in drafts for b in d.boxes()])
-    return Document(pages=tuple(d.page(body) for d in drafts), kind=DocumentKind.PDF, name=name, notes=tuple(notes))
+    return Document(
+        pages=tuple(d.page(body) for d in drafts),
+        kind=DocumentKind.PDF,
+        name=name,
+        notes=(*notes, *(note for d in drafts for note in d.notes)),
+        extraction=tuple(c for d in drafts for c in d.removed),
+    )
 
 
 # Characters a page needs before its own body size counts (a cover page's few
@@ -92,6 +117,9 @@ class _Draft:
     items: list[TextBox | Block] = field(default_factory=list)
     source: Source = Source.TEXT_LAYER
     ocr: bool = False
+    notes: list[str] = field(default_factory=list)
+    # What extraction left out of this page, with the text.
+    removed: list[Change] = field(default_factory=list)
 
     def boxes(self) -> list[TextBox]:
         return [it for it in self.items if isinstance(it, TextBox)] if self.source is Source.TEXT_LAYER else []
@@ -126,7 +154,7 @@ def _image_coverage(page: pymupdf.Page) -> float:
     return min(1.0, covered / area)
 
 
-def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -> _Draft:
+def _extract_page(page: pymupdf.Page, config: ExtractConfig) -> _Draft:
     number = page.number + 1
     draft = _Draft(number, page.rect.width, page.rect.height)
     found = layout.read_page(
@@ -134,7 +162,7 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
         # Under white text: a page without image resources skips the image
         # pass (it costs a second interpretation of the page).
         lambda: _image_rects(page) if page.get_images() else [],
-        lambda pt: config.tables and tables.plausible(pt.rules_h, pt.rules_v),
+        lambda pt: config.tables and ruled.plausible(pt.rules_h, pt.rules_v),
     )
     boxes = list(found.visible)
     coverage: float | None = None
@@ -145,9 +173,12 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
             boxes += found.hidden
             draft.source, draft.ocr = Source.OCR, True
         else:
-            notes.append(f"page {number}: dropped {found.hidden_chars} characters of invisible text")
+            hidden = "\n".join(b.text for b in found.hidden)
+            reason = f"dropped {found.hidden_chars} characters of invisible text"
+            draft.removed.append(HIDDEN_TEXT.change(reason, number, hidden))
     if found.white_chars:
-        notes.append(f"page {number}: dropped {found.white_chars} characters of white-on-white text")
+        reason = f"dropped {found.white_chars} characters of white-on-white text"
+        draft.removed.append(WHITE_TEXT.change(reason, number, "\n".join(found.white)))
     text = "\n".join(b.text for b in boxes)
     quality = textlayer_quality.assess(text)
     if config.ocr == "always":
@@ -161,22 +192,30 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
     else:
         reason = ""
     if reason:
-        return _ocr_draft(page, draft, config, notes, reason)
-    if config.tables and tables.plausible(found.rules_h, found.rules_v):
+        return _ocr_draft(page, draft, config, reason, text)
+    if config.tables and ruled.plausible(found.rules_h, found.rules_v):
         boxes = _with_tables(found, boxes, draft)
     draft.items = layout.reading_order([*boxes, *draft.items], _bbox_of)
     return draft
 
 
-def _ocr_draft(page: pymupdf.Page, draft: _Draft, config: ExtractConfig, notes: list[str], reason: str) -> _Draft:
+def _ocr_draft(page: pymupdf.Page, draft: _Draft, config: ExtractConfig, reason: str, layer: str) -> _Draft:
+    """OCR the page instead of its text layer ``layer`` (set aside for ``reason``); empty when OCR is off."""
+    number = draft.number
     if config.ocr == "never":
-        notes.append(f"page {draft.number}: {reason}; OCR is off, page left empty")
+        draft.notes.append(f"page {number}: {reason}; OCR is off, page left empty")
+        if layer.strip():
+            draft.removed.append(TEXT_LAYER_REPLACED.change(f"{reason}; OCR is off, page left empty", number, layer))
         return draft
     from docsan.extract.ocr import ocr_page
 
     result = ocr_page(page, config)
-    notes.append(f"page {draft.number}: {reason}; OCR'd ({config.lang})")
-    notes.extend(result.notes)
+    draft.notes.append(f"page {number}: {reason}; OCR'd ({config.lang})")
+    draft.notes.extend(result.notes)
+    if layer.strip():
+        draft.removed.append(TEXT_LAYER_REPLACED.change(f"{reason}; replaced by OCR", number, layer))
+    if result.given_up:
+        draft.removed.append(OCR_GIVEN_UP.change(result.given_up, number, ""))
     draft.items, draft.source, draft.ocr = list(result.blocks), Source.OCR, True
     return draft
 
@@ -197,11 +236,11 @@ def _inside(line: layout.Line, rect: Rect) -> bool:
 def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[TextBox]:
     """Add table blocks to ``draft``; return ``boxes`` less the lines now inside a table."""
     rects: list[Rect] = []
-    for grid in tables.find_grids(found.rules_h, found.rules_v, found.spans):
+    for grid in ruled.find_grids(found.rules_h, found.rules_v, found.spans):
         x0, y0, x1, y1 = grid.bbox
         inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
-        table = tables.fill(grid, inside)
-        text = tables.render_rows(table)
+        table = ruled.fill(grid, inside)
+        text = table_text(table)
         if not text.replace("|", "").strip():
             continue  # a ruled frame with no text: a form or a decoration, not a table
         rects.append(grid.bbox)
@@ -219,7 +258,7 @@ def _load_with_pdfplumber(path: Path, config: ExtractConfig, pages: Sequence[int
     import pdfplumber
     from pdfminer.pdfparser import PDFSyntaxError
 
-    from docsan.extract.text import paragraphs_to_blocks
+    from docsan.text.paragraphs import paragraphs_to_blocks
 
     name = str(path)
     wanted = set(pages) if pages is not None else None

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import regex
-
 from docsan.errors import InputError
-from docsan.model import Block, BlockKind, Document, DocumentKind, Page, Source
-
-# A paragraph ends at a blank line (spaces allowed on it). Linear: a single
-# character class with a bounded alternation.
-_PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n")
-_MD_HEADING = regex.compile(r"#{1,6} ")
+from docsan.model import Document, DocumentKind, Page, Source
+from docsan.text.paragraphs import paragraphs_to_blocks
 
 
 def decode(data: bytes, name: str) -> str:
@@ -25,16 +19,6 @@ def decode(data: bytes, name: str) -> str:
     # Not valid in either: keep what is readable; U+FFFD marks the rest and
     # the normalize stage reports its removal.
     return data.decode("utf-8", errors="replace")
-
-
-def paragraphs_to_blocks(text: str, source: Source, *, markdown: bool = False) -> list[Block]:
-    blocks = []
-    for para in _PARAGRAPH_BREAK.split(text):
-        if not para.strip():
-            continue
-        kind = BlockKind.HEADING if markdown and _MD_HEADING.match(para.lstrip()) else BlockKind.TEXT
-        blocks.append(Block(para.strip("\n"), kind=kind, source=source))
-    return blocks
 
 
 def text_document(data: bytes, name: str, *, markdown: bool = False) -> Document:

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from docsan.budget import Tokenizer, fit_document
-from docsan.budget.special_tokens import SpecialTokens
 from docsan.model import Document
 from docsan.render import render_text
 from docsan.report import Change, StageResult
 from docsan.runner.errors import RunnerError
+from docsan.stages.special_tokens import SpecialTokens
 
 Messages = list[dict[str, str]]
 
@@ -63,16 +63,6 @@ class ChatTokenizer:
     def count(self, text: str) -> int:
         """Tokens of plain text, without special tokens."""
         return len(self._tok(text, add_special_tokens=False)["input_ids"])
-
-    def count_batch(self, texts: list[str]) -> list[int]:
-        if not texts:
-            return []
-        return [len(ids) for ids in self._tok(texts, add_special_tokens=False)["input_ids"]]
-
-    def head(self, text: str, n_tokens: int) -> str:
-        """The first ``n_tokens`` tokens of ``text``, decoded."""
-        ids = self._tok(text, add_special_tokens=False)["input_ids"][: max(0, n_tokens)]
-        return str(self._tok.decode(ids))
 
 
 @lru_cache(maxsize=4)

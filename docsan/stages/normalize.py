@@ -2,7 +2,7 @@
 
 Runs first so every later stage compares clean text. Three steps per block:
 
-1. Invisible characters are removed (:mod:`docsan.stages.charclass`): controls,
+1. Invisible characters are removed (:mod:`docsan.text.chardata`): controls,
    zero-width and bidi characters, tag characters, soft hyphens, U+FFFD. They
    are how hidden instructions are smuggled into prompts, so each removal is
    reported, grouped per block and per character class. Two emoji sequences
@@ -32,9 +32,19 @@ import regex
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from docsan.model import Block, BlockKind, Cell, Document, Page, Source, Table
-from docsan.report import Change, StageResult
-from docsan.stages.charclass import CJK, REMOVABLE, invisible_class
+from docsan.model import Block, BlockKind, Cell, ChangeKind, Document, Page, Source, Table
+from docsan.render import table_text
+from docsan.report import Change, ChangeCode, StageResult
+from docsan.text.chardata import CJK, INVISIBLE_CLASSES, REMOVABLE, invisible_class, invisible_slug
+
+MOJIBAKE = ChangeCode("normalize.mojibake", ChangeKind.REWRITTEN, "ftfy repaired mis-decoded text (mojibake)")
+# One code per class of invisible characters (docsan.text.chardata), and the form feed that splits a block.
+INVISIBLE = {
+    name: ChangeCode(
+        f"normalize.invisible.{invisible_slug(name)}", ChangeKind.REMOVED, f"{name}s removed from the text"
+    )
+    for name in [*(name for name, _ in INVISIBLE_CLASSES), "form feed"]
+}
 
 # Tag-character spellings of the subdivision flags that have an emoji
 # (RGI): England, Scotland, Wales. Anything else in tag characters is a
@@ -110,7 +120,7 @@ class Normalize:
     # Ligatures (ﬁ, ﬂ) become their letters: PDF fonts emit them, and a
     # ligature splits words for search, de-hyphenation and the tokenizer.
     fix_ligatures: bool = True
-    # Remove the invisible characters listed in charclass.INVISIBLE_CLASSES.
+    # Remove the invisible characters listed in docsan.text.chardata.INVISIBLE_CLASSES.
     # Off only to inspect raw extractor output.
     remove_invisible: bool = True
     # Subdivision flags whose tag characters survive (tag letters, e.g.
@@ -243,11 +253,12 @@ class _Cleaner:
     def _table(self, page: Page, block: Block) -> Block:
         assert block.table is not None
         tally = _Tally()
-        # Count on the table's cells (its content); the block's plain
-        # rendering is cleaned the same way without counting it twice.
+        # The cells are the table's content; the block's plain text is
+        # their rendering, rebuilt from the cleaned cells (cleaning it as
+        # prose would squeeze the spaces around an empty cell).
         rows = tuple(tuple(self._cell(c, tally) for c in row) for row in block.table.rows)
         table = Table(rows=rows, header_rows=block.table.header_rows)
-        text = self.text(block.text, _Tally(), keep_indent=False, in_table=True)
+        text = table_text(table)
         if text == block.text and table == block.table:
             return block
         self.stats["blocks_changed"] += 1
@@ -340,7 +351,7 @@ class _Cleaner:
     def _report(self, page: Page, before: str, after: str, tally: _Tally) -> None:
         if tally.fixes:
             steps = ", ".join(dict.fromkeys(tally.fixes))
-            self.changes.append(Change("normalize", f"repaired by ftfy ({steps})", page.number, before, after))
+            self.changes.append(MOJIBAKE.change(f"repaired by ftfy ({steps})", page.number, before, after))
         by_class: dict[str, Counter[str]] = {}
         for char, n in tally.removed.items():
             by_class.setdefault(invisible_class(char), Counter())[char] = n
@@ -348,8 +359,9 @@ class _Cleaner:
             reason = f"{cls}: {_counts(chars)}"
             if cls == "tag character" and tally.tags:
                 reason += f' (hidden text "{"".join(tally.tags)[:200]}")'
-            self.changes.append(Change("normalize", reason, page.number, before, after))
-            self.stats[f"removed_{cls.replace(' ', '_').replace('-', '_')}"] += sum(chars.values())
+            code = INVISIBLE[cls]
+            self.changes.append(code.change(reason, page.number, before, after))
+            self.stats["removed_" + code.rule] += sum(chars.values())
             self.stats["chars_removed"] += sum(chars.values())
 
 

@@ -24,13 +24,17 @@ import regex
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
-from docsan.model import Block, BlockKind, Document, Source
-from docsan.report import Change, StageResult
-from docsan.stages.charclass import CJK, display_width
-from docsan.stages.lineblocks import is_row_of_pieces, merge_line_blocks
+from docsan.geometry import is_row_of_pieces, merge_line_blocks
+from docsan.model import Block, BlockKind, ChangeKind, Document, Source
+from docsan.report import Change, ChangeCode, StageResult
+from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
 
-_CJK_CHAR = regex.compile(rf"[{CJK}]")
-_CJK_PUNCT = regex.compile(r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60]")
+REFLOWED = ChangeCode(
+    "reflow.reflowed",
+    ChangeKind.REWRITTEN,
+    "a block's layout line breaks joined into paragraphs (hyphens, CJK spaces; the reason lists what)",
+)
+_CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
 # Line-final characters that continue a token across the break (see _joiner).
 _GLUE_AFTER = frozenset("–—/")
 # Spaces between two CJK characters ("费用 分 类"). The lookarounds are one
@@ -83,7 +87,7 @@ class Reflow:
     # list markers and code fences protect their real structure.
     join_sources: tuple[Source, ...] = (Source.TEXT_LAYER, Source.OCR, Source.PLAIN_TEXT, Source.CHAT)
     # Put back together paragraphs whose lines the PDF stored as separate
-    # blocks, one line each (see lineblocks.py); only geometry decides.
+    # blocks, one line each (see docsan.geometry.merge_line_blocks); only geometry decides.
     merge_line_blocks: bool = True
     # Drop a line-end hyphen when the document spells the joined word
     # without one elsewhere ("pre-\nprocessing" + "preprocessing" seen).
@@ -112,7 +116,7 @@ class Reflow:
                     stats.update(counts)
                     reason = "reflow: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()))
                     before = "\n\n".join(b.text for b in sources)
-                    changes.append(Change(self.name, reason, page.number, before, text))
+                    changes.append(REFLOWED.change(reason, page.number, before, text))
                     block = block.with_text(text)
                 blocks.append(block)
             pages.append(page.with_blocks(blocks) if blocks != list(page.blocks) else page)
@@ -120,9 +124,8 @@ class Reflow:
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
-        if block.kind in (BlockKind.TABLE, BlockKind.FURNITURE) or _FENCE.search(block.text):
-            # Tables keep their grid; furniture is reported as it was found;
-            # a fenced code block's lines are code.
+        if block.kind is BlockKind.TABLE or _FENCE.search(block.text):
+            # Tables keep their grid; a fenced code block's lines are code.
             return block.text
         text = block.text
         if self.remove_cjk_spaces and not text.isascii():
@@ -201,7 +204,7 @@ def _joiner(last: str, first: str, before_last: str) -> str:
     """
     if _CJK_PUNCT.match(last) or _CJK_PUNCT.match(first):
         return ""
-    if _CJK_CHAR.match(last) and _CJK_CHAR.match(first):
+    if is_cjk(last) and is_cjk(first):
         return ""
     if last in _GLUE_AFTER and before_last and not before_last.isspace():
         return ""

@@ -3,7 +3,7 @@
 The incident's fix was ``re.sub(r"(.+?)\\1{3,}", r"\\1", text)``, which backtracks
 quadratically or worse on text without line breaks (100k characters: more than
 two minutes). This stage finds every maximal tandem repeat with
-:func:`docsan.textalgo.runs.find_runs` (vectorised, O(n log max_period)),
+:func:`docsan.text.runs.find_runs` (vectorised, O(n log max_period)),
 decides per run whether it is noise or legitimate text, and deletes all but one
 copy. Only exact copies are ever deleted, and each deletion is reported.
 
@@ -46,16 +46,27 @@ import regex
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from docsan.model import BBox, Block, BlockKind, Document, Page
-from docsan.report import Change, StageResult
-from docsan.textalgo.runs import Run, RunFilter, find_runs
-from docsan.textalgo.script import CJK_CLASS, is_cjk, is_separator, is_word_char
+from docsan.model import BBox, Block, BlockKind, ChangeKind, Document, Page
+from docsan.report import Change, ChangeCode, StageResult
+from docsan.text.chardata import CJK, display_width, is_separator, is_wide, is_word_char
+from docsan.text.runs import Run, RunFilter, find_runs
 
 # A single newline between two CJK characters: a soft wrap. One character of
 # look-around on each side, no quantifiers: linear.
-_CJK_WRAP = regex.compile(rf"(?<=[{CJK_CLASS}])\n(?=[{CJK_CLASS}])")
+_CJK_WRAP = regex.compile(rf"(?<=[{CJK}])\n(?=[{CJK}])")
 _SENTINEL = "\x00"
-_EXEMPT = (BlockKind.TABLE, BlockKind.FURNITURE)
+
+OVERPRINTED_BLOCK = ChangeCode(
+    "repeats.overprinted_block", ChangeKind.REMOVED, "a block drawn again on top of itself (same text, same box)"
+)
+FAKE_BOLD = ChangeCode(
+    "repeats.fake_bold", ChangeKind.REMOVED, "copies of a line printed on top of each other (fake bold)"
+)
+# One per scale of an exact repeat inside text; text is the run, replacement what is left of it.
+SCALES = {
+    scale: ChangeCode(f"repeats.{scale}", ChangeKind.REMOVED, f"copies of a repeated {scale} in a row")
+    for scale in ("line", "phrase", "word", "character")
+}
 
 
 @dataclass(slots=True)
@@ -128,7 +139,7 @@ def _build_views(texts: dict[tuple[int, int], str]) -> _Views:
 
 def _est_width_em(line: str) -> float:
     """Rough printed width of a line in ems: CJK is square, Latin glyphs average ~0.6 em."""
-    return sum(1.0 if is_cjk(c) else 0.6 for c in line.strip())
+    return sum(1.0 if is_wide(c) else 0.6 for c in line.strip())
 
 
 # Narrow glyphs: about a quarter em in proportional fonts.
@@ -141,7 +152,7 @@ def _min_width_em(line: str) -> float:
     A lower bound over fonts (condensed Latin averages about 0.4 em), so that
     ``copies`` side-by-side copies are at least ``copies`` times this wide.
     """
-    return sum(0.9 if is_cjk(c) else 0.25 if c in _NARROW else 0.4 for c in line.strip())
+    return sum(0.9 if is_wide(c) else 0.25 if c in _NARROW else 0.4 for c in line.strip())
 
 
 def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed: str, views: _Views) -> bool:
@@ -236,7 +247,7 @@ class Repeats:
             (i, j): b.text
             for i, blocks in enumerate(pages)
             for j, b in enumerate(blocks)
-            if b.kind not in _EXEMPT and len(b.text) >= 2
+            if b.kind is not BlockKind.TABLE and len(b.text) >= 2
         }
         pending = dict(texts)
         for _ in range(self.max_passes):
@@ -263,7 +274,7 @@ class Repeats:
             prev = kept[-1] if kept else None
             if (
                 prev is not None
-                and block.kind not in _EXEMPT
+                and block.kind is not BlockKind.TABLE
                 and prev.kind is block.kind
                 and block.bbox is not None
                 and prev.bbox is not None
@@ -272,15 +283,8 @@ class Repeats:
                 and _iou(block.bbox, prev.bbox) >= 0.8
             ):
                 copies += 1
-                changes.append(
-                    Change(
-                        self.name,
-                        f"overprinted block (drawn {copies}x)",
-                        page.number,
-                        block.text,
-                        duplicate_of=prev.text,
-                    )
-                )
+                reason = f"overprinted block (drawn {copies}x)"
+                changes.append(OVERPRINTED_BLOCK.change(reason, page.number, block.text, duplicate_of=prev.text))
                 stats["blocks_dropped"] += 1
                 stats["chars_removed"] += len(block.text)
                 continue
@@ -321,16 +325,10 @@ class Repeats:
                 lo, hi = int(views.orig[c.run.start]), int(views.orig[c.run.end - 1]) + 1
                 cut = int(views.orig[c.run.start + c.removed])
                 kept = " (kept 2)" if c.keep == 2 else ""
-                changes.append(
-                    Change(
-                        self.name,
-                        f"repeated {c.copies}x: {c.scale}{kept}",
-                        page_no,
-                        text[lo:hi],
-                        replacement=text[cut:hi],
-                    )
-                )
-                stats[f"collapsed_{c.scale}"] += 1
+                code = FAKE_BOLD if c.needs_overprint else SCALES[c.scale]
+                reason = f"repeated {c.copies}x: {c.scale}{kept}"
+                changes.append(code.change(reason, page_no, text[lo:hi], replacement=text[cut:hi]))
+                stats[f"collapsed_{code.stat}"] += 1
                 stats["chars_removed"] += cut - lo
             out[key] = _apply(text, chosen, views)
         return out
@@ -360,14 +358,14 @@ class Repeats:
         line = views.newlines(s, s + (copies - 1) * p) >= copies - 1
         if line and geometry:
             return _Collapse(run, copies, 1, "line", needs_overprint=True) if self.overprint else None
-        if p == 1 and is_cjk(unit):
+        if p == 1 and is_wide(unit):
             # ideographs and emoji; full-width punctuation ("。。。", "．．．．" leaders) is layout
             if copies < self.min_cjk_char_copies or not (unit.isalpha() or unicodedata.category(unit) == "So"):
                 return None
             return _Collapse(run, copies, 2, "character", needs_overprint=False)
         if copies < self.min_copies or not any(c.isalpha() for c in unit):
             return None
-        if run.length < self.min_run_width and sum(2 if is_cjk(c) else 1 for c in vs[s:e]) < self.min_run_width:
+        if run.length < self.min_run_width and display_width(vs[s:e]) < self.min_run_width:
             return None
         end = min(s + copies * p, e)
         if s > 0 and is_word_char(vs[s - 1]) and is_word_char(vs[s]):
@@ -380,7 +378,7 @@ class Repeats:
 
 def _unit_scale(unit: str) -> str:
     core = unit.strip()
-    if core and not any(is_separator(c) for c in core) and not any(is_cjk(c) for c in core):
+    if core and not any(is_separator(c) for c in core) and not any(is_wide(c) for c in core):
         return "word"
     return "phrase"
 
