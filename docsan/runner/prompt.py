@@ -110,8 +110,8 @@ class TemplateTokenizer:
             value = value.get("content") if isinstance(value, dict) else value
             if isinstance(value, str):
                 variables[key] = value
-        # transformers 4.43+ saves the template beside the config, as chat_template.jinja.
-        template = tokenizer.chat_template
+        # In tokenizer_config.json, or (transformers 4.43+) beside it as chat_template.jinja.
+        template = config.get("chat_template") if isinstance(config.get("chat_template"), str) else None
         if template is None and (folder / "chat_template.jinja").is_file():
             template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
         return cls(tokenizer, template, variables)
