@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 import docsan
 from cli.main import app
 from docsan import Block, BlockKind, ConfigError, Document, DocumentKind, Page, Source, Table
+from docsan.budget.segment import sentence_ends
 from docsan.budget.tokenizer import Tokenizer
 from docsan.chunking import Chunk, chunk
 from docsan.extract.text import text_document
@@ -77,14 +78,14 @@ def documents(block_strategy: st.SearchStrategy[Block]) -> st.SearchStrategy[Doc
     )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents(text_blocks | table_blocks), st.integers(8, 160), st.data())
 def test_every_chunk_is_within_the_limit(tok: Tokenizer, doc: Document, limit: int, data: st.DataObject) -> None:
     overlap = data.draw(st.integers(0, limit - 1))
     check_limit(chunk(doc, limit, overlap=overlap, tokenizer=tok), limit, tok)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents(text_blocks), st.integers(8, 160))
 def test_no_text_is_lost_or_repeated_without_overlap(tok: Tokenizer, doc: Document, limit: int) -> None:
     chunks = chunk(doc, limit, tokenizer=tok)
@@ -193,9 +194,10 @@ def test_overlap_repeats_whole_sentences_within_the_limit(tok: Tokenizer) -> Non
     assert later and all(c.overlapped for c in later)
     for prev, c in itertools.pairwise(chunks):
         if c.overlapped:
-            head = c.text.split("\n\n")[0]
-            assert prev.text.endswith(head) and tok.count(head) <= 12
-            assert head.startswith("Fact ")
+            # The chunk opens with whole sentences that end the chunk before, at most 12 tokens of them.
+            heads = [c.text[:end].strip() for end in sentence_ends(c.text)]
+            assert any(prev.text.endswith(h) and tok.count(h) <= 12 for h in heads)
+            assert c.text.startswith("Fact ")
 
 
 def test_ids_are_stable_and_depend_on_source_and_position(tok: Tokenizer) -> None:
@@ -231,7 +233,8 @@ def corpus_results(corpus: Path, tok: Tokenizer) -> list[tuple[docsan.CleanResul
     return out
 
 
-@pytest.mark.parametrize(("limit", "overlap"), [(128, 0), (512, 64)])
+@pytest.mark.slow
+@pytest.mark.parametrize(("limit", "overlap"), [(200, 32)])
 def test_corpus_chunks_are_within_the_limit(
     corpus_results: list[tuple[docsan.CleanResult, list[tuple[str, int]]]], tok: Tokenizer, limit: int, overlap: int
 ) -> None:

@@ -97,8 +97,11 @@ class _Open:
 
     @property
     def text(self) -> str:
-        parts = [self.overlap] if self.overlap else []
-        return JOINER.join(parts + [p.text for p in self.pieces])
+        out = self.overlap
+        for p in self.pieces:
+            # Each piece after another: a paragraph break, or a space for the next cut of one paragraph.
+            out = out + p.joiner + p.text if out else p.text
+        return out
 
 
 def chunk(

@@ -17,6 +17,8 @@ from docsan.model import BlockKind, Document, Source
 from docsan.render import render_block
 
 JOINER = "\n\n"
+# Between two cuts of one paragraph in the same chunk: they were one paragraph, so no paragraph break.
+CONTINUATION = " "
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,8 @@ class Piece:
     section: int
     headings: tuple[str, ...]
     tokens: int
+    # What goes before it when it follows another piece in a chunk.
+    joiner: str = JOINER
 
 
 def pieces(doc: Document, limit: int, cut_limit: int, tok: Tokenizer) -> Iterator[Piece]:
@@ -61,17 +65,22 @@ def pieces(doc: Document, limit: int, cut_limit: int, tok: Tokenizer) -> Iterato
                     path.pop()
                 path.append((level, _heading_text(block.text)))
             n = tok.count(text)
+            # Each cut with whether it continues the text of the cut before (a paragraph's next sentences)
+            # or starts a part of its own (a table's next rows, under the header again).
+            cuts: list[tuple[str, bool]]
             if n <= limit:
-                cuts = [text]
+                cuts = [(text, False)]
             elif block.kind is BlockKind.TABLE and block.table is not None:
                 cuts = split_table(block.table, cut_limit, tok)
             else:
                 room = cut_limit - heads - join
-                cuts = split_text(text, cut_limit, tok, first_limit=room if room >= cut_limit // 2 else None)
-            counts = [n] if n <= limit else tok.count_batch(cuts)
+                first = room if room >= cut_limit // 2 else None
+                cuts = [(c, i > 0) for i, c in enumerate(split_text(text, cut_limit, tok, first_limit=first))]
+            counts = [n] if n <= limit else tok.count_batch([c for c, _ in cuts])
             headings = tuple(h for _, h in path)
-            for ci, (cut, k) in enumerate(zip(cuts, counts, strict=True)):
-                yield Piece(cut, (pi, bi, ci), page.number, block.kind, block.source, section, headings, k)
+            for ci, ((cut, continues), k) in enumerate(zip(cuts, counts, strict=True)):
+                glue = CONTINUATION if continues else JOINER
+                yield Piece(cut, (pi, bi, ci), page.number, block.kind, block.source, section, headings, k, glue)
             heads = heads + counts[-1] + join if block.kind is BlockKind.HEADING else 0
 
 

@@ -97,30 +97,33 @@ def _hard_cut(text: str, start: int, limit: int, tok: Tokenizer) -> int:
     return best
 
 
-def split_table(table: Table, limit: int, tok: Tokenizer) -> list[str]:
+def split_table(table: Table, limit: int, tok: Tokenizer) -> list[tuple[str, bool]]:
     """Markdown pieces of ``table`` of at most ``limit`` tokens, cut between rows, header rows in each.
 
     A body row that does not fit even beside the header goes alone, as its
     table line without the header; a row too long for that (or a header
-    alone over the limit) is the one case cut inside, as text.
+    alone over the limit) is the one case cut inside, as text. Each piece
+    comes with whether it continues the text of the piece before (the next
+    cut of such a row) rather than starting a table part of its own.
     """
     head = table.rows[: table.header_rows]
     body = table.rows[table.header_rows :]
-    out: list[str] = []
+    out: list[tuple[str, bool]] = []
     rows: list[tuple[Cell, ...]] = []
 
     def render(candidate: list[tuple[Cell, ...]]) -> str:
         return table_to_markdown(Table((*head, *candidate), header_rows=len(head)))
 
     def emit(text: str) -> None:
-        out.extend([text] if tok.count(text) <= limit else split_text(text, limit, tok))
+        cuts = [text] if tok.count(text) <= limit else split_text(text, limit, tok)
+        out.extend((cut, i > 0) for i, cut in enumerate(cuts))
 
     for row in body:
         if tok.count(render([*rows, row])) <= limit:
             rows.append(row)
             continue
         if rows:
-            out.append(render(rows))
+            out.append((render(rows), False))
             rows = []
         if tok.count(render([row])) <= limit:
             rows = [row]
