@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -169,3 +170,13 @@ def machine() -> dict[str, str]:
         "os": platform.platform(),
         "python": platform.python_version(),
     }
+
+
+def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
+    """Fastest of ``repeats`` runs of ``fn()``, in seconds: the run least disturbed by other load."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

@@ -287,6 +287,8 @@ MICRO_TARGETS = {
     "bench_engine": "embedded vLLM engine: start time and tokens/s (issue 5)",
     "bench_structure": "furniture and table stages",
     "bench_chunk": "chunks against LangChain's RecursiveCharacterTextSplitter and Docling's HybridChunker (issue 14)",
+    "bench_chat": "chat histories: asked-fact recall and token reduction, recent vs query; cost per request (issue 15)",
+    "bench_rank": "BM25 terms: stemming and Chinese segmentation measured before adoption (issue 15)",
 }
 
 

@@ -14,7 +14,7 @@ Typical use::
 The library never imports the command-line front end (``cli``).
 """
 
-from docsan.api import clean_document, clean_file, clean_text
+from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
 from docsan.chunking import Chunk, chunk
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.errors import ConfigError, DocsanError, InputError
@@ -31,6 +31,8 @@ __all__ = [
     "Cell",
     "Change",
     "ChangeKind",
+    "ChatCleaner",
+    "ChatResult",
     "Chunk",
     "CleanResult",
     "Config",
@@ -47,6 +49,7 @@ __all__ = [
     "StageResult",
     "Table",
     "chunk",
+    "clean_chat",
     "clean_document",
     "clean_file",
     "clean_text",

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from docsan.chat.shape import render_chat, render_messages
 from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.model import SCHEMA_VERSION
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import OutputFormat, render_html, render_messages, render_text
+from docsan.render import OutputFormat, render_html, render_text
 
 # What a folder given as input expands to; other files in it are not documents docsan reads.
 INPUT_SUFFIXES = frozenset({".pdf", ".txt", ".md", ".markdown", ".json", ".text"})
@@ -104,7 +105,7 @@ def render_output(result: CleanResult, fmt: OutputFormat = "text", *, table_html
     if fmt == "html":
         return render_html(doc)
     if doc.is_chat:
-        return json.dumps(render_messages(doc), ensure_ascii=False, indent=2)
+        return json.dumps(render_chat(doc), ensure_ascii=False, indent=2)
     return render_text(doc, markdown=fmt == "markdown", table_html=table_html)
 
 

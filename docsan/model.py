@@ -116,6 +116,10 @@ class Block:
     # Largest font size in the block, when the extractor knows it; the
     # heading heuristics and furniture detection read it.
     font_size: float | None = None
+    # In a chat message whose content is a list of parts: the index of the
+    # text part this block came from, so the cleaned text goes back into
+    # that part. None for a plain string content and for every other input.
+    part: int | None = None
 
     def with_text(self, text: str) -> Block:
         return replace(self, text=text)
@@ -143,6 +147,22 @@ class Page:
     @property
     def text(self) -> str:
         return "\n\n".join(b.text for b in self.blocks if b.text)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """An OpenAI chat request as it was given, kept beside its chat document so the output has the same shape.
+
+    ``messages`` are the message objects as parsed (every key: ``name``,
+    ``tool_calls``, ``tool_call_id``, content parts...); page ``n`` of the
+    document is ``messages[n - 1]``. ``fields`` is the request object around
+    them (``model``, ``max_tokens``, ``temperature``... in their order,
+    ``messages`` included), or None when the input was a bare messages list.
+    Read-only by convention: nothing in docsan mutates these dicts.
+    """
+
+    messages: tuple[dict[str, Any], ...]
+    fields: dict[str, Any] | None = None
 
 
 class ChangeKind(StrEnum):
@@ -209,6 +229,9 @@ class Document:
     # What the extraction left out of the text, with the text (hidden and
     # white text, a text layer replaced by OCR): the first part of the audit.
     extraction: tuple[Change, ...] = field(default=())
+    # For a chat history: the request it came from (see ChatRequest). Left
+    # out of the hash: its message dicts are not hashable.
+    chat: ChatRequest | None = field(default=None, hash=False)
 
     def with_pages(self, pages: list[Page] | tuple[Page, ...]) -> Document:
         return replace(self, pages=tuple(pages))

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from docsan.chat.guard import keep_messages
 from docsan.config import Config
 from docsan.model import Document
 from docsan.report import Report, StageReport
@@ -57,6 +58,8 @@ class Pipeline:
             before = len(current.text)
             t0 = time.perf_counter()
             result = stage(current)
+            if current.is_chat:
+                result = keep_messages(stage, current, result)
             elapsed = time.perf_counter() - t0
             current = result.document
             tokens_before, tokens = tokens, count(current.text) if count is not None else None

@@ -90,14 +90,6 @@ def render_text(doc: Document, *, markdown: bool = False, table_html: bool = Fal
     return "\n\n".join(p for p in parts if p.strip())
 
 
-def render_messages(doc: Document) -> list[dict[str, str]]:
-    """A chat document back to an OpenAI-style ``messages`` list."""
-    return [
-        {"role": page.role or "user", "content": "\n\n".join(b.text for b in page.blocks if b.text)}
-        for page in doc.pages
-    ]
-
-
 def render_html(doc: Document) -> str:
     """The cleaned document as a standalone HTML page: headings, paragraphs, tables with their spans.
 

@@ -80,8 +80,8 @@ def test_several_files_write_one_output_each(run, fixtures_dir, tmp_path) -> Non
     written = sorted(p.name for p in out.iterdir())
     assert written == ["bilingual_report.pdf.txt", "chat_history.clean.json", "noisy_upload.clean.txt"]
     assert "Q3 revenue" in (out / "bilingual_report.pdf.txt").read_text(encoding="utf-8")
-    messages = json.loads((out / "chat_history.clean.json").read_text(encoding="utf-8"))
-    assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+    request = json.loads((out / "chat_history.clean.json").read_text(encoding="utf-8"))
+    assert [m["role"] for m in request["messages"]] == ["system", "user", "assistant"]  # the request's own shape
 
 
 def test_a_directory_is_expanded_to_its_supported_files(run, fixtures_dir, tmp_path) -> None:
@@ -170,7 +170,7 @@ def test_report_for_a_batch_is_a_list_per_input(run, fixtures_dir, tmp_path) -> 
 def test_chat_json_comes_out_as_messages(run, fixtures_dir) -> None:
     result = run(str(fixtures_dir / "chat_history.json"))
     assert result.exit_code == 0
-    messages = json.loads(result.stdout)
+    messages = json.loads(result.stdout)["messages"]
     assert messages[1] == {"role": "user", "content": "What was the Q3 revenue?\n\n第三季度营业收入为 4,213 万元。"}
     assert messages[2] == {"role": "assistant", "content": "The Q3 revenue was 42.13 million yuan."}
 

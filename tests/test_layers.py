@@ -8,6 +8,7 @@ bottom first (docs/pipeline.md draws them):
 1. ``model``: what everything is made of (and its JSON form, whose errors are InputErrors);
 2. ``text``, ``geometry``, ``render``, ``report``, ``config``: shared rules and data;
 3. ``tables``: table algorithms (on the model, the text rules, the geometry);
+   ``chat``: a chat message's text and shape, turns, the guard against emptied messages;
 4. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
 5. ``stages``: every registered pipeline stage;
 6. ``pipeline``, ``config_toml``: running and listing the stages;
@@ -37,6 +38,7 @@ LAYERS: dict[str, int] = {
     "docsan.report": 2,
     "docsan.config": 2,
     "docsan.tables": 3,
+    "docsan.chat": 3,
     "docsan.extract": 4,
     "docsan.budget": 4,
     "docsan.stages": 5,

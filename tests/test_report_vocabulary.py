@@ -22,6 +22,7 @@ def _declared() -> dict[str, ChangeCode]:
     for target in REGISTRY.values():
         importlib.import_module(target.split(":")[0])
     importlib.import_module("docsan.extract.pdf")
+    importlib.import_module("docsan.chat.guard")
     return dict(CODES)
 
 
@@ -32,7 +33,8 @@ def test_docs_list_exactly_the_declared_codes_with_their_kinds() -> None:
 
 
 def test_every_code_belongs_to_a_stage_or_the_extraction() -> None:
-    assert {c.stage for c in _declared().values()} <= {*REGISTRY, "extract"}
+    # "chat": the guard that runs after every stage on a chat history (docsan/chat/guard.py).
+    assert {c.stage for c in _declared().values()} <= {*REGISTRY, "extract", "chat"}
 
 
 def test_a_code_cannot_be_declared_twice_or_misspelled() -> None:

@@ -227,7 +227,12 @@ def _first_fitting(positions: list[int], fits: Callable[[int], bool]) -> int | N
 
 
 def resolve_strategy(strategy: BudgetStrategy | None, query: str | None) -> BudgetStrategy:
-    """``query`` when a question is given, else ``head``; a query strategy without a question is an error."""
+    """``query`` when a question is given, else ``head``; a query strategy without a question is an error.
+
+    ``recent`` is a chat history's strategy (docsan.budget.chat_trim): a document refuses it.
+    """
+    if strategy == "recent":
+        raise ConfigError("budget: strategy 'recent' is for chat histories; a document takes head, head-tail or query")
     if strategy is None:
         return "query" if query and query.strip() else "head"
     if strategy == "query" and not (query and query.strip()):
@@ -251,7 +256,7 @@ def fit_document(
     ``markdown``/``table_html`` must match how the result will be rendered
     (:func:`docsan.render.render_text`); the count is taken on that text
     followed by ``suffix`` (the CLI's final newline, when it writes one).
-    ``stats`` holds ``tokens`` (exact count of the result), ``budget``,
+    ``stats`` holds ``tokens`` (exact count of the result), ``tokens_in``, ``budget``,
     ``fill`` (tokens / budget) and ``units_total/kept/dropped/cut``.
     """
     if budget < 1:
@@ -260,7 +265,8 @@ def fit_document(
     pieces = rendered_pieces(doc, markdown=markdown, table_html=table_html)
     all_units = units(pieces)
     costs = tokenizer.count_batch([u.text + JOINER for u in all_units])
-    stats: dict[str, int | float] = {"budget": budget, "units_total": len(all_units)}
+    # tokens_in: the input's count, exact when it fits, else the sum of its units' counts (each with its join).
+    stats: dict[str, int | float] = {"budget": budget, "units_total": len(all_units), "tokens_in": sum(costs)}
 
     def render(d: Document) -> str:
         return render_text(d, markdown=markdown, table_html=table_html) + suffix
@@ -269,7 +275,14 @@ def fit_document(
     if sum(costs) <= budget * 1.05 + 16:
         total = tokenizer.count(render(doc))
         if total <= budget:
-            stats.update(tokens=total, units_kept=len(all_units), units_dropped=0, units_cut=0, fill=total / budget)
+            stats.update(
+                tokens_in=total,
+                tokens=total,
+                units_kept=len(all_units),
+                units_dropped=0,
+                units_cut=0,
+                fill=total / budget,
+            )
             return StageResult(doc, [], stats)
 
     fitter = _Fitter(tokenizer, budget, max(TOKEN_CUT_MIN, int(budget * TOKEN_CUT_MIN_SHARE)))

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -46,8 +47,9 @@ from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, ChangeKind, Document
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.banding import BandIndex, lsh_params
+from docsan.text.batchcache import BatchCache
 from docsan.text.paragraphs import split_paragraphs
-from docsan.text.shingles import Shingled, shingle
+from docsan.text.shingles import Shingled, novel_length, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.
@@ -74,6 +76,44 @@ class _Unit:
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
     parts: tuple[Shingled, ...] = ()
+
+
+# Shingles per text, kept across calls: a chat client re-sends its whole
+# history with every turn, so almost every paragraph was shingled for the
+# request before. Bounded (a few tens of MB at most).
+@lru_cache(maxsize=8192)
+def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
+    return shingle(text, cjk_n=cjk_n, word_n=word_n)
+
+
+# 16,384 signatures of 128 64-bit values: 16 MB at most.
+_SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
+
+
+def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) -> np.ndarray:
+    """MinHash signatures (one row per set), datasketch's ``MinHash.bulk`` for the sets not seen before.
+
+    A signature depends only on the set, ``num_perm`` and ``seed``, so it is
+    kept across calls (docsan.text.batchcache): a re-sent chat history
+    costs the new messages' signatures only.
+    """
+
+    def compute(keys: list[tuple[frozenset[str], int, int]]) -> list[np.ndarray]:
+        hashed = [[g.encode("utf-8", "surrogatepass") for g in k[0]] for k in keys]
+        return [
+            m.hashvalues for m in MinHash.bulk(hashed, num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)
+        ]
+
+    rows = _SIGNATURES.get_many([(s, num_perm, seed) for s in shingle_sets], compute)
+    return np.array(rows).reshape(len(rows), num_perm)
+
+
+def _union(parts: tuple[Shingled, ...]) -> Shingled:
+    return Shingled(
+        frozenset().union(*(p.shingles for p in parts)),
+        " ".join(p.normalized for p in parts),
+        any(p.has_ngrams for p in parts),
+    )
 
 
 @dataclass(slots=True)
@@ -143,6 +183,18 @@ class NearDuplicates:
     # (two WARN notices differing only in a date and a head count are both
     # facts). Prose with a few numbers changed is still deduplicated.
     numeric_share: float = Field(0.2, ge=0.0, le=1.0)
+    # A unit shorter than this (normalised characters, CJK counting three:
+    # a sentence or two) with a number its kept copy lacks is a fact of its
+    # own, whatever its share of digits: "the Zhuhai warehouse code is now
+    # R26-534" next to "the Hangzhou warehouse code is now K12-345" scores
+    # Jaccard 0.83 on 5-grams and is another fact (generated chat histories
+    # lost such facts: bench/bench_chat.py).
+    fact_chars: int = Field(200, ge=0)
+    # A unit with a stretch of new text this long (weighted like min_chars:
+    # 8 CJK characters, or about 5 English words) that its kept copy lacks
+    # is not a copy: a re-pasted paragraph with a sentence added keeps the
+    # sentence. Edits below it (an inserted "14", a changed word) are copies.
+    min_new_chars: int = Field(24, ge=1)
     # Chat histories: compare whole messages first, so a re-sent paste goes
     # even when each of its paragraphs alone is short.
     messages: bool = True
@@ -188,7 +240,7 @@ class NearDuplicates:
         return not (block.kind is BlockKind.HEADING and self.exempt_headings)
 
     def _shingle(self, text: str) -> Shingled:
-        return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
+        return _shingle_cached(text, self.cjk_ngram, self.word_ngram)
 
     def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
         # Three times the raw length bounds the weighted normalised one (Shingled.length):
@@ -201,12 +253,19 @@ class NearDuplicates:
         units = []
         for i, page in enumerate(doc.pages):
             idx = [j for j, b in enumerate(page.blocks) if self._eligible(b)]
-            if idx:
-                texts = [page.blocks[j].text for j in idx]
-                unit = self._unit(i, idx, "\n\n".join(texts), f"message {page.number}")
-                if unit is not None:
-                    unit.parts = tuple(self._shingle(t) for t in texts)
-                    units.append(unit)
+            if not idx:
+                continue
+            texts = [page.blocks[j].text for j in idx]
+            text = "\n\n".join(texts)
+            if 3 * len(text) < self.min_chars:
+                continue
+            # A message's shingles are its paragraphs' (the paragraph pass
+            # needs those anyway): only n-grams across a paragraph break are
+            # missing, which a copy shares with its original all the same.
+            parts = tuple(self._shingle(t) for t in texts)
+            whole = parts[0] if len(parts) == 1 else _union(parts)
+            unit = _Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
+            units.append(unit)
         return units
 
     def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
@@ -248,17 +307,11 @@ class NearDuplicates:
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         long_units = [u for u in units if u.sh.has_ngrams]
-        signatures = MinHash.bulk(
-            [[g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units],
-            num_perm=self.num_perm,
-            seed=self.seed,
-            hashfunc=xxhash.xxh32_intdigest,
-        )
         row = {id(u): i for i, u in enumerate(long_units)}
         # LSH tuned below the decision threshold: more candidates, fewer misses;
         # the exact Jaccard check removes the false ones.
         bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
-        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(signatures), self.num_perm)
+        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
         index = BandIndex(matrix, bands, rows)
         kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
         exact: dict[str, _Unit] = {}
@@ -292,8 +345,12 @@ class NearDuplicates:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
         if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
             return False
+        known = earlier.sh.shingles
+        if novel_length(unit.text, known, cjk_n=self.cjk_ngram, word_n=self.word_ngram) >= self.min_new_chars:
+            return False
         numbers = _NUMBER.findall(unit.sh.normalized)
-        if sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
+        short = unit.sh.length < self.fact_chars
+        if not short and sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
             return True
         return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
 

@@ -104,6 +104,11 @@ class Reflow:
         changes: list[Change] = []
         pages = []
         for page in doc.pages:
+            if doc.is_chat and self.dehyphenate:
+                # A message is reflowed on its own words: what a later message
+                # says must not change how an earlier one reads, or a growing
+                # history would lose the engine's prefix cache at every turn.
+                vocab = _Vocabulary(doc.with_pages([page]))
             blocks = []
             groups = merge_line_blocks(page.blocks) if self.merge_line_blocks else [(b, (b,)) for b in page.blocks]
             for block, sources in groups:
