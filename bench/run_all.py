@@ -141,6 +141,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "unstructured pymupdf4llm\npymupdf4llm_nolayout docsan_ocr; quality: seed plain pdf; micro: bench_tokens ...)",
     )
     p.add_argument("--only", choices=["speed", "micro", "quality"], nargs="*", help="run only these parts")
+    p.add_argument("--micro", nargs="*", help="only these micro-benchmarks, by module name (default: all)")
+    p.add_argument(
+        "--keep-previous",
+        action="store_true",
+        help="keep what this run leaves out (parts, micro-benchmarks) from the previous docs/benchmarks.json",
+    )
     p.add_argument(
         "--all-tools", action="store_true", help="also the optional tools (pymupdf4llm with its layout model off)"
     )
@@ -215,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     if "micro" in parts:
         results["micro"] = {}
         for name in micro_modules():
+            if args.micro is not None and name not in args.micro:
+                continue
             if name in skip:
                 results["micro"][name] = {"status": "skipped (--skip)"}
                 continue
@@ -223,10 +231,30 @@ def main(argv: list[str] | None = None) -> int:
     if "quality" in parts:
         results["quality"] = quality.run(corpus, files, timeout_s=args.timeout, skip=skip, log=log)
     results["total_s"] = round(time.perf_counter() - t0, 1)
+    if args.keep_previous:
+        _keep_previous(results, args.docs / "benchmarks.json")
     for path in report.write(results, args.docs):
         log(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     log(f"done in {results['total_s']:.0f} s")
     return 0
+
+
+def _keep_previous(results: dict, path: Path) -> None:
+    """Fill in what this run did not measure from the previous results, saying from when."""
+    if not path.is_file():
+        return
+    previous = json.loads(path.read_text(encoding="utf-8"))
+    kept = [part for part in ("speed", "quality") if part not in results and part in previous]
+    for part in kept:
+        results[part] = previous[part]
+    micro = results.setdefault("micro", {})
+    present = set(micro_modules())
+    for name, entry in previous.get("micro", {}).items():
+        if name not in micro and name in present:  # a module since removed is not reported as if still measured
+            micro[name] = entry
+            kept.append(name)
+    if kept:
+        results["kept"] = f"{', '.join(kept)} (from the run of {previous.get('date')}, `{previous.get('command')}`)"
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from docsan.runner.ask import Answer, Prepared
+    from docsan.runner.ask import Answer
+    from docsan.runner.request import Prepared
 
 # Exit status of a request the guard refused (1 is any other failure, 2 a bad configuration).
 EXIT_REFUSED = 3
@@ -68,6 +69,10 @@ def ask(
         ),
     ] = None,
     model_alias: Annotated[Path | None, typer.Option("--model", hidden=True, help="The same as --tokenizer.")] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="Write the audit (every removal: cleaning, control tokens, budget) as JSON."),
+    ] = None,
     config_file: ConfigOption = None,
 ) -> None:
     """Answer QUESTION from FILE: extract, clean, fit the budget, guard, route to a tier, run.
@@ -94,7 +99,7 @@ def ask(
             budget_tokens=budget,
             max_tokens=max_tokens,
             priority=priority,
-            coerce=coerce,
+            coerce=coerce or None,
             model_dir=tokenizer or model_alias,
             on_convert=lambda msg: err_console.print(f"docsan: {msg}", highlight=False),
         )
@@ -102,8 +107,10 @@ def ask(
         fail(str(err), EXIT_REFUSED)
     except DocsanError as err:
         fail(str(err))
+    if report is not None:
+        _write_report(prepared, report)
     if dry_run:
-        _print_decision(prepared, as_json)
+        _print_decision(prepared, backend_name, as_json)
         return
     live = stream if stream is not None else (sys.stdout.isatty() and not as_json)
     if not as_json:
@@ -128,18 +135,25 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
-def _decision_dict(p: Prepared) -> dict[str, object]:
+def _write_report(p: Prepared, path: Path) -> None:
+    try:
+        path.write_text(json.dumps(p.report.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    except OSError as err:
+        fail(f"{path}: cannot write the report: {err.strerror}")
+
+
+def _decision_dict(p: Prepared, backend: str) -> dict[str, object]:
     return {
         **p.decision.to_dict(),
-        "backend": p.backend,
+        "backend": backend,
         "tokens_removed_by_cleaning": p.tokens_removed_by_cleaning,
         "tokens_removed_by_budget": p.tokens_removed_by_budget,
     }
 
 
-def _print_decision(p: Prepared, as_json: bool) -> None:
+def _print_decision(p: Prepared, backend: str, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(_decision_dict(p), ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(_decision_dict(p, backend), ensure_ascii=False) + "\n")
         return
     d = p.decision
     where = "deferred queue" if d.deferred else f"tier {d.tier}"
@@ -151,7 +165,7 @@ def _print_decision(p: Prepared, as_json: bool) -> None:
 def _print_answer(answer: Answer, as_json: bool, *, streamed: bool) -> None:
     p, gen = answer.prepared, answer.generation
     if as_json:
-        out = {**_decision_dict(p), "job_id": answer.job_id}
+        out = {**_decision_dict(p, answer.backend), "job_id": answer.job_id}
         if gen is not None:
             out |= {
                 "answer": gen.text,
@@ -168,7 +182,7 @@ def _print_answer(answer: Answer, as_json: bool, *, streamed: bool) -> None:
         sys.stdout.write(gen.text)
     sys.stdout.write("\n")
     sys.stdout.flush()
-    engine = " (embedded CPU engine: every tier runs SmolLM2-135M)" if p.backend == "embedded" else ""
+    engine = " (embedded CPU engine: every tier runs SmolLM2-135M)" if answer.backend == "embedded" else ""
     cut = ", cut at max_tokens" if gen.finish_reason == "length" else ""
     err_console.print(
         f"tier {p.decision.tier}{engine} · prompt {p.decision.prompt_tokens} tokens · "

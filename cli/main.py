@@ -14,6 +14,7 @@ from .help import Command, Group
 from .plan import plan_cmd
 from .queue import queue_app
 from .schema import schema
+from .serve import serve
 
 # -h as well as --help, on every command.
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -34,6 +35,7 @@ app.command("plan", no_args_is_help=True, cls=Command)(plan_cmd)
 app.add_typer(queue_app, name="queue")
 app.command("config", cls=Command)(config)
 app.command("schema", cls=Command)(schema)
+app.command("serve", cls=Command)(serve)
 
 
 def _print_version(value: bool) -> None:

@@ -14,9 +14,10 @@ bottom first (docs/pipeline.md draws them):
 6. ``pipeline``, ``config_toml``: running and listing the stages;
 7. ``api``, ``batch``, ``chunking``, ``report_html`` and the ``docsan`` package itself: the library's
    entry points;
-8. ``runner``, ``schema``, ``adapters``: guard, route, run; the JSON Schemas of the outputs; the
-   LangChain and LlamaIndex adapters;
-9. ``cli``: the front end, which nothing in the library imports.
+8. ``runner``, ``schema``, ``adapters``: the shared request path, guard, route, run; the JSON Schemas
+   of the outputs; the LangChain and LlamaIndex adapters;
+9. ``serve``: the gateway, on the runner's request path;
+10. ``cli``: the front end, which nothing in the library imports.
 
 Units of one layer do not import each other either (``extract`` and
 ``budget`` stay independent).
@@ -52,7 +53,8 @@ LAYERS: dict[str, int] = {
     "docsan.runner": 8,
     "docsan.schema": 8,
     "docsan.adapters": 8,
-    "cli": 9,
+    "docsan.serve": 9,
+    "cli": 10,
 }
 
 

@@ -1,27 +1,23 @@
-"""The prompt `docsan ask` sends: messages, their exact token count, and fitting the document into a budget.
+"""The prompt `docsan ask` sends: the question and the document as messages, fitted into a budget.
 
 Counting uses the served model's own tokenizer with its chat template applied
-(``add_generation_prompt=True``), so the count includes the template's special
-tokens and is exactly the token sequence the local engines receive.
+(:mod:`docsan.runner.chat_template`), so the count includes the template's special
+tokens and is exactly the token sequence the engines receive.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import datetime
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from docsan.budget import Tokenizer, fit_document
+from docsan.budget import fit_document
 from docsan.model import Document
 from docsan.render import render_text
-from docsan.report import Change, StageResult
+from docsan.report import Change
+from docsan.runner.chat_template import ChatTokenizer
 from docsan.runner.errors import RunnerError
-from docsan.stages.special_tokens import SpecialTokens
 
-Messages = list[dict[str, str]]
+Messages = list[dict[str, Any]]
 
 
 def build_messages(context: str, question: str) -> Messages:
@@ -41,162 +37,8 @@ def build_messages(context: str, question: str) -> Messages:
     ]
 
 
-class ChatTokenizer:
-    """The served model's tokenizer (Hugging Face folder) with its chat template."""
-
-    def __init__(self, hf_tokenizer: Any, name: str) -> None:
-        if not getattr(hf_tokenizer, "chat_template", None):
-            raise RunnerError(f"{name}: the tokenizer has no chat template; cannot build a chat prompt")
-        self._tok = hf_tokenizer
-        self.name = name
-
-    @classmethod
-    def load(cls, model_dir: str | Path) -> ChatTokenizer:
-        return _load(str(model_dir))
-
-    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        """Token ids of the full prompt: chat template, special tokens and the assistant header.
-
-        ``messages`` in any OpenAI shape; they reach the template as vLLM
-        passes them (:func:`template_messages`).
-        """
-        return list(
-            self._tok.apply_chat_template(
-                template_messages(messages), add_generation_prompt=True, tokenize=True, return_dict=False
-            )
-        )
-
-    def count_messages(self, messages: list[dict[str, Any]]) -> int:
-        """The exact prompt length of ``messages``: a ``count_messages`` for :func:`docsan.budget.fit_messages`."""
-        return len(self.prompt_ids(messages))
-
-    def count(self, text: str) -> int:
-        """Tokens of plain text, without special tokens."""
-        return len(self._tok(text, add_special_tokens=False)["input_ids"])
-
-
-def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI messages as vLLM hands them to a text model's chat template ("string" content format).
-
-    Content parts become their texts joined by a newline, a null content the
-    empty string, and tool-call arguments (a JSON string in the OpenAI form)
-    a dict, as transformers' tool-use templates expect (vLLM's
-    ``_parse_chat_message_content`` and ``_postprocess_messages``). Plain
-    ``{"role", "content": str}`` messages pass through unchanged.
-    """
-    out = []
-    for m in messages:
-        content = m.get("content")
-        if isinstance(content, str) and not m.get("tool_calls"):
-            out.append(m)
-            continue
-        if isinstance(content, list):
-            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-        converted = {**m, "content": content or ""}
-        if m.get("tool_calls"):
-            converted["tool_calls"] = [_call_with_dict_arguments(c) for c in m["tool_calls"]]
-        out.append(converted)
-    return out
-
-
-def _call_with_dict_arguments(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") or {}
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return call  # vLLM leaves arguments it cannot parse as they are
-        return {**call, "function": {**function, "arguments": arguments}}
-    return call
-
-
-@lru_cache(maxsize=4)
-def _load(model_dir: str) -> ChatTokenizer:
-    try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        # Without the engine extra (a remote backend does the generating): the same template, rendered
-        # by jinja2 the way transformers renders it, counted with the fast tokenizer.
-        return ChatTokenizer(TemplateTokenizer.load(model_dir), Path(model_dir).name)
-    try:
-        return ChatTokenizer(AutoTokenizer.from_pretrained(model_dir), Path(model_dir).name)
-    except OSError as err:
-        raise RunnerError(f"{model_dir}: cannot load the tokenizer: {err}") from None
-
-
 # Tokens left for the joins between the template and the document (see fit_context).
 SEAM_TOKENS = 4
-
-
-class TemplateTokenizer:
-    """The part of a transformers tokenizer :class:`ChatTokenizer` uses, from ``tokenizers`` and ``jinja2`` alone.
-
-    The chat template is rendered in a sandboxed jinja2 environment set up as
-    transformers sets it up (``trim_blocks``, ``lstrip_blocks``, loop controls,
-    ``raise_exception``, ``strftime_now``, a ``tojson`` that does not escape
-    HTML), with the special tokens of ``tokenizer_config.json`` as variables;
-    the text is then encoded without adding special tokens, as
-    ``apply_chat_template`` does. tests/test_packaging.py checks the ids are
-    the same as transformers' on the bundled model.
-    """
-
-    def __init__(self, tokenizer: Tokenizer, template: str | None, variables: dict[str, str]) -> None:
-        self._tok = tokenizer
-        self.chat_template = template
-        self._variables = variables
-
-    @classmethod
-    def load(cls, model_dir: str | Path) -> TemplateTokenizer:
-        folder = Path(model_dir)
-        tokenizer = Tokenizer.load(folder)
-        config: dict[str, Any] = {}
-        config_file = folder / "tokenizer_config.json"
-        if config_file.is_file():
-            config = json.loads(config_file.read_text(encoding="utf-8"))
-        variables = {}
-        for key in ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"):
-            value = config.get(key)
-            value = value.get("content") if isinstance(value, dict) else value
-            if isinstance(value, str):
-                variables[key] = value
-        # In tokenizer_config.json, or (transformers 4.43+) beside it as chat_template.jinja.
-        template = config.get("chat_template") if isinstance(config.get("chat_template"), str) else None
-        if template is None and (folder / "chat_template.jinja").is_file():
-            template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
-        return cls(tokenizer, template, variables)
-
-    def apply_chat_template(self, messages: Messages, *, add_generation_prompt: bool, **_: object) -> list[int]:
-        text = _compile(self.chat_template or "").render(
-            messages=messages, add_generation_prompt=add_generation_prompt, **self._variables
-        )
-        return self._tok.encode(text)
-
-    def __call__(self, text: str | list[str], add_special_tokens: bool = False) -> dict[str, Any]:
-        if isinstance(text, list):
-            return {"input_ids": [self._tok.encode(t) for t in text]}
-        return {"input_ids": self._tok.encode(text)}
-
-    def decode(self, ids: list[int]) -> str:
-        return self._tok.decode(ids)
-
-
-@lru_cache(maxsize=8)
-def _compile(template: str) -> Any:
-    import jinja2
-    import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    def raise_exception(message: str) -> None:
-        raise jinja2.exceptions.TemplateError(message)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
-        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    return env.from_string(template)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,21 +51,11 @@ class FittedContext:
     changes: tuple[Change, ...] = ()
 
 
-def guard_special_tokens(doc: Document, model_dir: str | Path) -> StageResult:
-    """Escape text that would encode as the served model's control tokens (``<|im_start|>``…).
-
-    vLLM turns such text into real control tokens; a document could otherwise
-    close the user turn and speak as the assistant.
-    """
-    return SpecialTokens(tokenizer=str(model_dir))(doc)
-
-
 def fit_context(
     doc: Document,
     question: str,
     budget_tokens: int | None,
     tokenizer: ChatTokenizer,
-    model_dir: str | Path,
 ) -> FittedContext:
     """Fit the cleaned document into a prompt of at most ``budget_tokens`` tokens, template included.
 
@@ -239,7 +71,7 @@ def fit_context(
     # The seams usually cost a token or two: leaving them from the start saves
     # a second fit (each fit tokenizes the whole document once).
     room = budget_tokens - overhead - SEAM_TOKENS
-    counter = Tokenizer.load(model_dir)
+    counter = tokenizer.tokenizer
     while True:
         if room <= 0:
             raise RunnerError(
