@@ -65,13 +65,11 @@ def test_wheel_installs_the_front_end_under_its_own_name(wheel: Path) -> None:
 
 # Run from the wheel alone, with the engine extra's packages unimportable.
 _WITHOUT_ENGINE = """
-import importlib.abc, sys
+import sys
 blocked = set(sys.argv[2].split(","))
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in blocked:
-            raise ModuleNotFoundError(f"blocked: {name}", name=name)
-sys.meta_path.insert(0, Block())
+# None in sys.modules: `import torch` fails, and find_spec("torch") says it is not installed.
+for name in blocked:
+    sys.modules[name] = None
 sys.path.insert(0, sys.argv[1])
 import docsan_cli.main
 assert docsan_cli.main.__file__.startswith(sys.argv[1]), docsan_cli.main.__file__
@@ -79,7 +77,8 @@ sys.argv = ["docsan", *sys.argv[3:]]
 try:
     docsan_cli.main.main()
 finally:
-    assert not blocked & set(m.split(".")[0] for m in sys.modules), "an engine package was imported"
+    loaded = {m.split(".")[0] for m, mod in sys.modules.items() if mod is not None}
+    assert not blocked & loaded, "an engine package was imported"
 """
 
 
@@ -121,5 +120,7 @@ def test_ask_remote_counts_the_prompt_without_the_engine_extra(wheel: Path, tmp_
     args = [a for a in args if a != "--dry-run"] + ["--base-url", f"http://127.0.0.1:{port}/v1"]
     refused = _without_engine(wheel, tmp_path, *args)
     assert refused.returncode == 1, refused.stderr
-    assert refused.stderr.startswith("docsan: error: ") and refused.stderr.count("\n") == 1
+    # transformers warns once that it found no PyTorch; docsan's own output is the one error line.
+    ours = [line for line in refused.stderr.splitlines() if not line.startswith("[transformers]")]
+    assert len(ours) == 1 and ours[0].startswith("docsan: error: cannot connect to ")
     assert "Traceback" not in refused.stderr
