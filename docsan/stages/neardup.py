@@ -83,8 +83,10 @@ PASSAGE = ChangeCode(
     ChangeKind.REMOVED,
     "a later exact copy of an earlier passage, cut out of the blocks it runs over, whatever their boundaries",
 )
-# Rounds of the passes at most (see NearDuplicates.__call__).
-_MAX_ROUNDS = 3
+# Rounds of the passes at most (see NearDuplicates.__call__): a bound, so that no input
+# makes the stage run on; three were too few for a paragraph made of several copies that
+# one round cuts piece by piece (tests/test_passages.py found one that needs four).
+_MAX_ROUNDS = 8
 # A paragraph of a block: (page index, block index, paragraph index or None for the whole block).
 _Para = tuple[int, int, int | None]
 
