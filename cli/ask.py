@@ -11,14 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.common import err_console, fail, get_config
+from cli.exit_codes import ExitCode
 from docsan.errors import DocsanError
 
 if TYPE_CHECKING:
     from docsan.runner.ask import Answer, Prepared
-
-# Exit status of a request the guard refused (1 is any other failure, 2 a bad configuration).
-EXIT_REFUSED = 3
-
 
 class BackendChoice(StrEnum):
     embedded = "embedded"
@@ -91,7 +88,7 @@ def ask(
             on_convert=lambda msg: err_console.print(f"docsan: {msg}", highlight=False),
         )
     except GuardError as err:
-        fail(str(err), EXIT_REFUSED)
+        fail(str(err), ExitCode.REFUSED)
     except DocsanError as err:
         fail(str(err))
     if dry_run:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -12,11 +12,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import err_console, error_line, fail, get_config
+from cli.exit_codes import ExitCode
 from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import render_json, render_messages, render_text
+from docsan.render import dumps, render_json, render_messages, render_text
 
 INPUT_SUFFIXES = {".pdf", ".txt", ".md", ".markdown", ".json", ".text"}
 
@@ -61,7 +62,7 @@ def render(result: CleanResult, fmt: OutputFormat, *, table_html: bool) -> str:
     if fmt is OutputFormat.json:
         return render_json(doc, result.report.to_dict())
     if doc.is_chat:
-        return json.dumps(render_messages(doc), ensure_ascii=False, indent=2)
+        return dumps(render_messages(doc))
     return render_text(doc, markdown=fmt is OutputFormat.markdown, table_html=table_html)
 
 
@@ -92,7 +93,15 @@ def clean(
         Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")
     ] = None,
     lang: Annotated[
-        str | None, typer.Option("--lang", help="Tesseract languages for OCR (default: chi_sim+eng).")
+        str | None,
+        typer.Option("--lang", help="Tesseract languages for OCR, e.g. rus+eng (default: from each page's script)."),
+    ] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option("--encoding", help="Text and chat files: decode with this codec (default: detected)."),
+    ] = None,
+    pages: Annotated[
+        str | None, typer.Option("--pages", help="PDF pages to read, e.g. 1-20,25,40- (default: all).")
     ] = None,
     no_ocr: Annotated[
         bool, typer.Option("--no-ocr", help="Never OCR; pages without a text layer come out empty.")
@@ -135,6 +144,10 @@ def clean(
     extract: dict[str, object] = {}
     if lang:
         extract["lang"] = lang
+    if encoding:
+        extract["encoding"] = encoding
+    if pages:
+        extract["pages"] = pages
     if ocr is not None:
         extract["ocr"] = ocr.value
     if no_ocr:
@@ -145,21 +158,24 @@ def clean(
         config = budget_overrides(config, budget, query, strategy, tokenizer, markdown=fmt is OutputFormat.markdown)
         pipeline = Pipeline.from_config(config)
     except DocsanError as err:
-        fail(str(err), 2)
+        fail(str(err), ExitCode.USAGE)
 
     inputs = expand_inputs(paths)
     if not inputs:
-        fail("no input files found", 2)
-    several = len(inputs) > 1 or any(p.is_dir() for p in paths)
+        fail("no input files found", ExitCode.USAGE)
+    # An existing folder given as -o receives the output even for one input, like cp and mv.
+    several = len(inputs) > 1 or any(p.is_dir() for p in paths) or (output is not None and output.is_dir())
     if several and output is None:
-        fail("several inputs need -o DIR to write one output per input", 2)
+        fail("several inputs need -o DIR to write one output per input", ExitCode.USAGE)
     if several:
         assert output is not None
-        output.mkdir(parents=True, exist_ok=True)
+        _make_dir(output, "-o")
+    if report is not None:
+        _check_writable(report, "--report")
 
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
-    failed = 0
+    failed = partial = 0
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -183,26 +199,56 @@ def clean(
                 progress.advance(task)
                 continue
             text = render(result, fmt, table_html=_table_html(config))
-            if several:
-                assert output is not None
-                target = output_path(output, src, fmt, result.document.is_chat, written)
-                target.write_text(text + "\n", encoding="utf-8")
-            elif output is not None:
-                output.parent.mkdir(parents=True, exist_ok=True)
-                output.write_text(text + "\n", encoding="utf-8")
-            else:
-                sys.stdout.write(text + "\n")
+            try:
+                if several:
+                    assert output is not None
+                    target = output_path(output, src, fmt, result.document.is_chat, written)
+                    target.write_text(text + "\n", encoding="utf-8")
+                elif output is not None:
+                    output.parent.mkdir(parents=True, exist_ok=True)
+                    output.write_text(text + "\n", encoding="utf-8")
+                else:
+                    sys.stdout.write(text + "\n")
+            except OSError as err:
+                failed += 1
+                error_line(f"{err.filename or output}: cannot write the output: {err.strerror}")
+                progress.advance(task)
+                continue
+            for gap in result.report.gaps:
+                # A partial result says so where a person or a script looks: stderr and the exit status.
+                err_console.print(f"{src}: {gap}", highlight=False, markup=False)
+            partial += result.report.partial
             reports.append(result.report.to_dict())
             progress.advance(task)
 
     if report is not None:
-        report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports
-        report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        try:
+            report.write_text(dumps(payload) + "\n", encoding="utf-8")
+        except OSError as err:
+            fail(f"{report}: cannot write the report: {err.strerror}", ExitCode.FAILED)
     if failed:
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
+    if partial:
+        raise typer.Exit(ExitCode.PARTIAL)
+
+
+def _make_dir(path: Path, flag: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        fail(f"{path}: cannot create the {flag} folder: {err.strerror}", ExitCode.USAGE)
+
+
+def _check_writable(path: Path, flag: str) -> None:
+    """Refuse an unwritable target before any work is done, not after a long batch."""
+    if path.is_dir():
+        fail(f"{path}: {flag} needs a file name, this is a folder", ExitCode.USAGE)
+    _make_dir(path.parent, flag)
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        fail(f"{path}: {flag} cannot be written (permission denied)", ExitCode.USAGE)
 
 
 def _table_html(config: Config) -> bool:
@@ -225,7 +271,7 @@ def budget_overrides(
     exactly as it will be written.
     """
     if budget is None and (query is not None or strategy is not None):
-        fail("--query and --strategy need --budget N", 2)
+        fail("--query and --strategy need --budget N", ExitCode.USAGE)
     if budget is None and tokenizer is None:
         return config
     stages = list(config.stages)

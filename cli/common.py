@@ -9,6 +9,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.markup import escape
 
+from cli.exit_codes import ExitCode
 from docsan.config import Config, load_config
 from docsan.errors import DocsanError
 
@@ -21,7 +22,7 @@ def error_line(message: str) -> None:
     err_console.print(f"[bold red]docsan: error:[/] {escape(message)}", markup=True)
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
+def fail(message: str, code: ExitCode = ExitCode.FAILED) -> NoReturn:
     error_line(message)
     sys.exit(code)
 
@@ -30,4 +31,4 @@ def get_config(path: Path | None) -> Config:
     try:
         return load_config(path)
     except DocsanError as err:
-        fail(str(err), 2)
+        fail(str(err), ExitCode.USAGE)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from cli.ask import ask
 from cli.clean import clean
+from cli.common import error_line
 from cli.config_cmd import config
+from cli.exit_codes import ExitCode
 from cli.plan import plan_cmd
 from cli.queue import queue_app
 
@@ -30,4 +34,8 @@ def _root() -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:
+        error_line("interrupted")
+        sys.exit(ExitCode.INTERRUPTED)

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from cli.common import err_console, fail, get_config
+from cli.exit_codes import ExitCode
 from docsan.errors import DocsanError
 from docsan.runner.backends.factory import make_backend
 from docsan.runner.queue import DeferredQueue, Job, run_pending
@@ -67,7 +68,7 @@ def run_jobs(
     failed = sum(j.status == "failed" for j in jobs)
     err_console.print(f"docsan: ran {len(jobs)} job(s), {failed} failed", highlight=False)
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
 
 
 def _line(job: Job) -> str:

@@ -139,6 +139,23 @@ class Page:
         return "\n\n".join(b.text for b in self.blocks if b.text)
 
 
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Text the output lacks and the reader must be told about: the result is partial.
+
+    ``page`` is the 1-based page the text is missing from (None: the whole
+    document, e.g. pages cut by a limit); ``reason`` is one line, such as
+    ``OCR gave up after 120 s``. A gap is not a removal by a stage (those are
+    Changes): it is text docsan never got.
+    """
+
+    page: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"page {self.page}: {self.reason}" if self.page is not None else self.reason
+
+
 class DocumentKind(StrEnum):
     PDF = "pdf"
     TEXT = "text"
@@ -156,6 +173,8 @@ class Document:
     name: str = "<text>"
     # Extraction notes that are not removals (repaired xref, OCR'd pages...).
     notes: tuple[str, ...] = field(default=())
+    # What the output lacks (see Gap); non-empty means a partial result.
+    gaps: tuple[Gap, ...] = field(default=())
 
     def with_pages(self, pages: list[Page] | tuple[Page, ...]) -> Document:
         return replace(self, pages=tuple(pages))

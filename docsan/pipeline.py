@@ -46,7 +46,7 @@ class Pipeline:
         doc: Document,
         on_stage: Callable[[str], None] | None = None,
     ) -> CleanResult:
-        report = Report(source=doc.name, notes=list(doc.notes))
+        report = Report(source=doc.name, notes=list(doc.notes), gaps=list(doc.gaps))
         current = doc
         for stage in self.stages:
             if on_stage is not None:

@@ -6,6 +6,8 @@ import html
 import json
 from typing import Any
 
+import regex
+
 from docsan.model import Block, BlockKind, Document, Table
 
 
@@ -82,6 +84,22 @@ def render_messages(doc: Document) -> list[dict[str, str]]:
     ]
 
 
+# A lone surrogate (from a JSON "\\ud800" escape) cannot be written as UTF-8.
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+
+
+def dumps(obj: Any) -> str:
+    """JSON for a file or a terminal: readable UTF-8, with lone surrogates kept as ``\\uXXXX`` escapes.
+
+    ``ensure_ascii=False`` keeps Chinese readable but leaves a lone surrogate
+    as a raw code point, which no UTF-8 writer accepts (the report of a chat
+    file holding one was a traceback); written as an escape it is valid JSON
+    that reads back as the same string.
+    """
+    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
+
+
 def render_json(doc: Document, report: dict[str, Any] | None = None) -> str:
     payload: dict[str, Any] = {"source": doc.name, "kind": str(doc.kind)}
     if doc.is_chat:
@@ -90,4 +108,4 @@ def render_json(doc: Document, report: dict[str, Any] | None = None) -> str:
         payload["text"] = render_text(doc)
     if report is not None:
         payload["report"] = report
-    return json.dumps(payload, ensure_ascii=False, indent=2)
+    return dumps(payload)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from docsan.model import Document
+from docsan.model import Document, Gap
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,13 @@ class Report:
     source: str
     notes: list[str] = field(default_factory=list)
     stages: list[StageReport] = field(default_factory=list)
+    # Text docsan could not get (OCR gave up, a page without text layer and OCR off, a limit):
+    # the result is partial when this is not empty.
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.gaps)
 
     @property
     def changes(self) -> list[Change]:
@@ -87,5 +94,7 @@ class Report:
         return {
             "source": self.source,
             "notes": list(self.notes),
+            "partial": self.partial,
+            "gaps": [{"page": g.page, "reason": g.reason} for g in self.gaps],
             "stages": [s.to_dict() for s in self.stages],
         }

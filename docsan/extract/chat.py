@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from docsan.config import ExtractConfig
 from docsan.errors import InputError
-from docsan.extract.text import decode, paragraphs_to_blocks
+from docsan.extract.encoding import decode
+from docsan.extract.text import paragraphs_to_blocks
 from docsan.model import Document, DocumentKind, Page, Source
 
 ROLES = {"system", "user", "assistant", "tool", "developer"}
@@ -17,7 +19,7 @@ def looks_like_chat(data: bytes) -> bool:
     if head not in (b"[", b"{"):
         return False
     try:
-        _messages(json.loads(decode(data, "-")))
+        _messages(json.loads(decode(data, "-").text))
     except (ValueError, InputError):
         return False
     return True
@@ -48,9 +50,10 @@ def _content_text(content: Any, name: str, index: int) -> str:
     raise InputError(name, f"message {index}: content must be a string")
 
 
-def chat_document(data: bytes, name: str) -> Document:
+def chat_document(data: bytes, name: str, config: ExtractConfig | None = None) -> Document:
+    decoded = decode(data, name, (config or ExtractConfig()).encoding)
     try:
-        obj = json.loads(decode(data, name))
+        obj = json.loads(decoded.text)
     except ValueError as err:
         raise InputError(name, f"invalid JSON: {err}") from None
     try:
@@ -68,4 +71,4 @@ def chat_document(data: bytes, name: str) -> Document:
             raise InputError(name, f"message {i}: unknown role {role!r}")
         text = _content_text(msg.get("content"), name, i)
         pages.append(Page(number=i, role=role, blocks=tuple(paragraphs_to_blocks(text, Source.CHAT))))
-    return Document(pages=tuple(pages), kind=DocumentKind.CHAT, name=name)
+    return Document(pages=tuple(pages), kind=DocumentKind.CHAT, name=name, notes=(decoded.note,))

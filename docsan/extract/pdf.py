@@ -24,25 +24,39 @@ from docsan.errors import InputError
 from docsan.extract import layout, tables, textlayer_quality
 from docsan.extract.layout import PageText, Rect, TextBox
 from docsan.extract.mupdf import pymupdf
-from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Source
+from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Gap, Page, Source
 
 # A page counts as a scan when images cover at least this share of it (all
 # images together: some scanners slice a page into dozens of strips).
 SCAN_COVERAGE = 0.5
+# A scan's invisible OCR layer with more bad tokens than this is re-read by tesseract (the memo
+# scan's layer, "«POAH «3E*»CM", has 5%; a usable noisy Chinese layer, zh_feida, 0.2%).
+SCAN_LAYER_MAX_BAD = 0.03
+# OCR replaces a garbage text layer only when its score (textlayer_quality.Quality.score) is
+# higher by this much: a tie keeps the text the PDF itself holds.
+OCR_MARGIN = 0.1
 
 
-def open_pdf(path: Path) -> pymupdf.Document:
-    """Open ``path`` or raise an InputError that says what is wrong with it.
+PdfSource = Path | bytes
+# MuPDF's own exception base (a damaged object, a cycle in the page tree): PyMuPDF lets it through.
+_MUPDF_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase)
+
+
+def open_pdf(source: PdfSource, name: str | None = None) -> pymupdf.Document:
+    """Open ``source`` (a path, or the bytes of standard input) or raise an InputError saying what is wrong.
 
     A document whose page tree is damaged (``page_count`` itself fails) is
     returned open; :func:`load_pdf` then reads it with pdfplumber.
     """
-    name = str(path)
+    name = name or str(source)
     try:
-        doc = pymupdf.open(path, filetype="pdf")
+        if isinstance(source, bytes):
+            doc = pymupdf.open(stream=source, filetype="pdf")
+        else:
+            doc = pymupdf.open(source, filetype="pdf")
     except pymupdf.EmptyFileError:
         raise InputError(name, "empty file") from None
-    except (pymupdf.FileDataError, RuntimeError, ValueError):
+    except (pymupdf.FileDataError, *_MUPDF_ERRORS):
         raise InputError(name, "not a PDF or damaged beyond repair") from None
     if doc.needs_pass:
         raise InputError(name, "encrypted PDF (a password is needed to open it)")
@@ -52,29 +66,93 @@ def open_pdf(path: Path) -> pymupdf.Document:
 def _page_count(doc: pymupdf.Document) -> int | None:
     try:
         return doc.page_count
-    except RuntimeError:
+    except _MUPDF_ERRORS:
         return None
 
 
-def load_pdf(path: Path, config: ExtractConfig, *, pages: Iterable[int] | None = None) -> Document:
-    """Extract ``path``; ``pages`` (1-based numbers) limits the work to those pages."""
-    name = str(path)
-    doc = open_pdf(path)
+def load_pdf(
+    source: PdfSource, config: ExtractConfig, *, pages: Iterable[int] | None = None, name: str | None = None
+) -> Document:
+    """Extract ``source`` (a path or PDF bytes); ``pages`` (1-based numbers) limits the work to those pages.
+
+    Without ``pages``, ``config.pages`` (``--pages``) chooses them. Pages past
+    ``config.max_pages`` are not read, and a page MuPDF cannot load (a cycle in
+    the page tree) is skipped: both are gaps of a partial result, not a refusal.
+    """
+    name = name or str(source)
+    doc = open_pdf(source, name)
     notes: list[str] = []
+    gaps: list[Gap] = []
     with doc:
         count = _page_count(doc)
         if count is None:
-            return _load_with_pdfplumber(path, config, pages)
+            return _load_with_pdfplumber(source, name, config, pages)
         if count == 0:
             raise InputError(name, "PDF has no pages")
-        if count > config.max_pages:
-            raise InputError(name, f"{count} pages, more than the limit of {config.max_pages}")
         if doc.is_repaired:
             notes.append("the PDF's cross-reference table was damaged; PyMuPDF repaired it")
-        wanted = sorted(set(pages)) if pages is not None else range(1, count + 1)
-        drafts = [_extract_page(doc[n - 1], config, notes) for n in wanted if 1 <= n <= count]
+        wanted = _wanted_pages(count, pages, config, gaps, name)
+        drafts = []
+        for n in wanted:
+            try:
+                page = doc[n - 1]
+            except _MUPDF_ERRORS as err:
+                gaps.append(Gap(n, f"unreadable ({_mupdf_message(err)})"))
+                continue
+            drafts.append(_extract_page(page, config, notes, gaps))
+    if not drafts:
+        reason = gaps[0].reason if gaps else "no pages selected"
+        raise InputError(name, f"damaged PDF: no readable pages ({reason})")
     body = layout.body_size([b for d in drafts for b in d.boxes()])
-    return Document(pages=tuple(d.page(body) for d in drafts), kind=DocumentKind.PDF, name=name, notes=tuple(notes))
+    pages_out = tuple(d.page(body) for d in drafts)
+    return Document(pages=pages_out, kind=DocumentKind.PDF, name=name, notes=tuple(notes), gaps=tuple(gaps))
+
+
+def _mupdf_message(err: BaseException) -> str:
+    # "code=7: cycle in page tree" -> "cycle in page tree"
+    return str(err).split(": ", 1)[-1].strip() or type(err).__name__
+
+
+def _wanted_pages(
+    count: int, pages: Iterable[int] | None, config: ExtractConfig, gaps: list[Gap], name: str
+) -> list[int]:
+    """The page numbers to read: ``pages``, else ``config.pages``, else all, cut at ``config.max_pages``."""
+    if pages is not None:
+        wanted = sorted({n for n in pages if 1 <= n <= count})
+    elif config.pages is not None:
+        wanted = parse_page_ranges(config.pages, count, name)
+    else:
+        wanted = list(range(1, count + 1))
+    if len(wanted) > config.max_pages:
+        first, last = wanted[config.max_pages], wanted[-1]
+        gaps.append(
+            Gap(
+                None,
+                f"pages {first}-{last} not read: over the max_pages limit of {config.max_pages} "
+                f"(read them with --pages {first}-{last})",
+            )
+        )
+        wanted = wanted[: config.max_pages]
+    return wanted
+
+
+def parse_page_ranges(spec: str, count: int, name: str) -> list[int]:
+    """``"1-3,7,10-"`` to sorted page numbers within 1..count; ``N-`` runs to the end, ``-N`` from the start."""
+    out: set[int] = set()
+    for part in spec.split(","):
+        part = part.strip()
+        lo_s, dash, hi_s = part.partition("-")
+        try:
+            lo = int(lo_s) if lo_s.strip() else 1
+            hi = (int(hi_s) if hi_s.strip() else count) if dash else lo
+        except ValueError:
+            raise InputError(name, f"bad --pages range {part!r} (use e.g. 1-3,7,10-)") from None
+        if lo < 1 or hi < lo:
+            raise InputError(name, f"bad --pages range {part!r} (use e.g. 1-3,7,10-)")
+        out.update(range(lo, min(hi, count) + 1))
+    if not out:
+        raise InputError(name, f"--pages {spec} selects no page of this {count}-page PDF")
+    return sorted(out)
 
 
 # Characters a page needs before its own body size counts (a cover page's few
@@ -126,7 +204,7 @@ def _image_coverage(page: pymupdf.Page) -> float:
     return min(1.0, covered / area)
 
 
-def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -> _Draft:
+def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str], gaps: list[Gap]) -> _Draft:
     number = page.number + 1
     draft = _Draft(number, page.rect.width, page.rect.height)
     found = layout.read_page(
@@ -150,9 +228,11 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
         notes.append(f"page {number}: dropped {found.white_chars} characters of white-on-white text")
     text = "\n".join(b.text for b in boxes)
     quality = textlayer_quality.assess(text)
+    # A scan's own OCR layer is judged more strictly: tesseract reading the image is a fair rival.
+    poor = quality.garbage or (draft.source is Source.OCR and quality.bad_share > SCAN_LAYER_MAX_BAD)
     if config.ocr == "always":
         reason = "OCR forced"
-    elif quality.garbage:
+    elif poor:
         reason = f"text layer is garbage ({quality.describe()})"
     elif not text.strip():
         if coverage is None:
@@ -160,25 +240,31 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str]) -
         reason = "no text layer" if coverage >= SCAN_COVERAGE else ""
     else:
         reason = ""
+    if reason and config.ocr == "never":
+        notes.append(f"page {number}: {reason}; OCR is off, page left empty")
+        gaps.append(Gap(number, f"{reason}, and OCR is off (--no-ocr): page left empty"))
+        return draft
     if reason:
-        return _ocr_draft(page, draft, config, notes, reason)
+        from docsan.extract.ocr import ocr_page
+
+        result = ocr_page(page, config)
+        if not poor or config.ocr == "always" or _reads_better(result.blocks, quality):
+            notes.append(f"page {number}: {reason}; OCR'd ({result.lang})")
+            notes.extend(result.notes)
+            gaps.extend(result.gaps)
+            draft.items, draft.source, draft.ocr = list(result.blocks), Source.OCR, True
+            return draft
+        # OCR replaces a text layer only when it reads demonstrably better.
+        notes.append(f"page {number}: {reason}; OCR ({result.lang}) read no better, text layer kept")
     if config.tables and tables.plausible(found.rules_h, found.rules_v):
         boxes = _with_tables(found, boxes, draft)
     draft.items = layout.reading_order([*boxes, *draft.items], _bbox_of)
     return draft
 
 
-def _ocr_draft(page: pymupdf.Page, draft: _Draft, config: ExtractConfig, notes: list[str], reason: str) -> _Draft:
-    if config.ocr == "never":
-        notes.append(f"page {draft.number}: {reason}; OCR is off, page left empty")
-        return draft
-    from docsan.extract.ocr import ocr_page
-
-    result = ocr_page(page, config)
-    notes.append(f"page {draft.number}: {reason}; OCR'd ({config.lang})")
-    notes.extend(result.notes)
-    draft.items, draft.source, draft.ocr = list(result.blocks), Source.OCR, True
-    return draft
+def _reads_better(blocks: Sequence[Block], layer: textlayer_quality.Quality) -> bool:
+    ocr = textlayer_quality.assess("\n".join(b.text for b in blocks))
+    return ocr.score > layer.score + OCR_MARGIN
 
 
 def _bbox_of(item: TextBox | Block) -> Rect:
@@ -214,22 +300,24 @@ def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[T
     return [b for b in kept if b is not None]
 
 
-def _load_with_pdfplumber(path: Path, config: ExtractConfig, pages: Sequence[int] | Iterable[int] | None) -> Document:
+def _load_with_pdfplumber(
+    source: PdfSource, name: str, config: ExtractConfig, pages: Sequence[int] | Iterable[int] | None
+) -> Document:
     """Fallback for a page tree PyMuPDF cannot count (``/Count 9999999999``)."""
+    import io
+
     import pdfplumber
     from pdfminer.pdfparser import PDFSyntaxError
 
     from docsan.extract.text import paragraphs_to_blocks
 
-    name = str(path)
-    wanted = set(pages) if pages is not None else None
     out = []
+    gaps: list[Gap] = []
     try:
-        with pdfplumber.open(path) as pdf:
-            if len(pdf.pages) > config.max_pages:
-                raise InputError(name, f"{len(pdf.pages)} pages, more than the limit of {config.max_pages}")
+        with pdfplumber.open(io.BytesIO(source) if isinstance(source, bytes) else source) as pdf:
+            wanted = set(_wanted_pages(len(pdf.pages), pages, config, gaps, name))
             for i, p in enumerate(pdf.pages, start=1):
-                if wanted is not None and i not in wanted:
+                if i not in wanted:
                     continue
                 blocks = paragraphs_to_blocks(p.extract_text() or "", Source.TEXT_LAYER)
                 out.append(Page(i, tuple(blocks), width=float(p.width), height=float(p.height)))
@@ -238,4 +326,4 @@ def _load_with_pdfplumber(path: Path, config: ExtractConfig, pages: Sequence[int
     if not out:
         raise InputError(name, "damaged PDF: no readable pages")
     note = f"PyMuPDF could not read the page tree; read {len(out)} page(s) with pdfplumber (no OCR, no tables)"
-    return Document(pages=tuple(out), kind=DocumentKind.PDF, name=name, notes=(note,))
+    return Document(pages=tuple(out), kind=DocumentKind.PDF, name=name, notes=(note,), gaps=tuple(gaps))
