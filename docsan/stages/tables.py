@@ -64,6 +64,7 @@ class TableRepair:
             "rows_dropped": 0,
             "cols_dropped": 0,
             "cell_per_line_tables": 0,
+            "frames_read_as_text": 0,
         }
         return StageResult(doc.with_pages(pages), changes, {**base, **stats})
 
@@ -92,6 +93,13 @@ class TableRepair:
             stats["cols_dropped"] += result.cols_dropped
             changes.extend(self._row_changes(page.number, table, result))
             if result.table.n_rows == 0:
+                continue
+            if result.table.n_cols == 1 and not from_pipes:
+                # One column is a frame around text (a printout's border), not a table: its rows are paragraphs.
+                paras = "\n\n".join(row[0].text for row in result.table.rows if row[0].text)
+                changes.append(Change(self.name, "one-column frame read as text", page.number, block.text, paras))
+                stats["frames_read_as_text"] += 1
+                blocks.append(replace(block, kind=BlockKind.TEXT, table=None, text=paras))
                 continue
             text = table_to_markdown(result.table)
             if from_pipes and text != block.text:
