@@ -135,6 +135,12 @@ def clean(
         str | None,
         typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
     ] = None,
+    keep_control_tokens: Annotated[
+        bool,
+        typer.Option(
+            "--keep-control-tokens", help="Do not escape text that spells the tokenizer's control tokens."
+        ),
+    ] = False,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
@@ -156,6 +162,8 @@ def clean(
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
         config = budget_overrides(config, budget, query, strategy, tokenizer, markdown=fmt is OutputFormat.markdown)
+        if keep_control_tokens:
+            config = config.with_overrides(stages=tuple(s for s in config.stages if s != "special_tokens"))
         pipeline = Pipeline.from_config(config)
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)

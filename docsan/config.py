@@ -31,7 +31,9 @@ from docsan.runner.settings import RunnerConfig
 # The order matters: control characters go first so every later comparison
 # sees clean text; furniture is found on the extractor's own lines, before
 # reflow joins them into paragraphs; near-duplicates are judged on whole
-# paragraphs, so they run after reflow.
+# paragraphs, so they run after reflow; control-token spellings are escaped
+# last, on the text as it will be written (cleaned text is meant to become a
+# prompt: DeepSeek-V4's tokens unless special_tokens.tokenizer says otherwise).
 DEFAULT_STAGES: tuple[str, ...] = (
     "normalize",
     "furniture",
@@ -39,6 +41,7 @@ DEFAULT_STAGES: tuple[str, ...] = (
     "repeats",
     "reflow",
     "neardup",
+    "special_tokens",
 )
 
 
