@@ -20,8 +20,15 @@ def paragraphs_to_blocks(text: str, source: Source, *, markdown: bool = False) -
     for para in _PARAGRAPH_BREAK.split(text):
         if not para.strip():
             continue
-        kind = BlockKind.HEADING if markdown and _MD_HEADING.match(para.lstrip()) else BlockKind.TEXT
-        blocks.append(Block(para.strip("\n"), kind=kind, source=source))
+        para = para.strip("\n")
+        if markdown and _MD_HEADING.match(para.lstrip()):
+            # A Markdown heading is its own line: the lines under it (no blank line between) are text.
+            head, _, rest = para.partition("\n")
+            blocks.append(Block(head, kind=BlockKind.HEADING, source=source))
+            if rest.strip():
+                blocks.append(Block(rest, source=source))
+            continue
+        blocks.append(Block(para, source=source))
     return blocks
 
 

@@ -53,6 +53,9 @@ _STARTS_ITEM = regex.compile(
 # "Human: ", "AI: ", "User 2: ": a speaker's turn in a pasted dialogue starts its own line.
 # Bounded repeat, one class: linear.
 _SPEAKER = regex.compile(r"\p{Lu}[\p{L}\p{N} _-]{0,24}:\s")
+# In text files, a line starting like this is a line of its own: a Markdown heading, a control-token
+# spelling ("<|im_start|>system" names a turn), a quote.
+_OWN_LINE_STARTS = ("#", "<|", "<｜", "<<", "[INST]", ">")
 # Sources whose line breaks the author typed (see Reflow.plain_min_wrap_width).
 _AUTHOR_LINES = frozenset({Source.PLAIN_TEXT, Source.CHAT})
 _FENCE = regex.compile(r"^[ \t]*(?:```|~~~)", flags=regex.MULTILINE)
@@ -163,15 +166,17 @@ class Reflow:
                 line[:1].isspace()
                 or _STARTS_ITEM.match(line)
                 or _ends_own_line(run[-1])
-                or (plain and _SPEAKER.match(line))
+                or (plain and (_SPEAKER.match(line) or run[-1].lstrip().startswith(_OWN_LINE_STARTS)))
             ):
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n")
                 run = [line]
             elif prev_width + 1 + display_width(_first_word(line)) <= self.fit_ratio * widest:
+                # A short line ends a paragraph. In a PDF the break becomes a blank line (so a second pass
+                # sees two paragraphs); in a text file the author's single break stays as it was typed.
                 out.append(self._join_run(run, vocab, counts))
-                out.append("\n\n")
-                counts["paragraph_breaks"] += 1
+                out.append("\n" if plain else "\n\n")
+                counts["paragraph_breaks"] += not plain
                 run = [line]
             else:
                 run.append(line)
