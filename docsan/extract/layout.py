@@ -18,8 +18,15 @@ from typing import TypeVar
 from docsan.extract.mupdf import pymupdf
 
 # Extraction flags: keep whitespace as drawn, drop text outside the media box,
-# and no images (they would be copied into the dictionary, bytes and all).
-TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_COLLECT_VECTORS
+# no images (they would be copied into the dictionary, bytes and all), and ligatures
+# kept as the PDF has them: MuPDF expands an Arabic lam-khah ligature (U+FCCB) in
+# visual order, "خل" for "لخ" (pdf.js ArabicCIDTrueType); normalize expands Latin ones.
+TEXT_FLAGS = (
+    pymupdf.TEXT_PRESERVE_WHITESPACE
+    | pymupdf.TEXT_MEDIABOX_CLIP
+    | pymupdf.TEXT_COLLECT_VECTORS
+    | pymupdf.TEXT_PRESERVE_LIGATURES
+)
 
 # MuPDF's per-character flags (span "char_flags"): the glyph was filled / stroked.
 # Text in render mode 3 (invisible, the mode OCR layers use) has neither.
