@@ -173,10 +173,14 @@ class Reflow:
                 run = [line]
             elif prev_width + 1 + display_width(_first_word(line)) <= self.fit_ratio * widest:
                 # A short line ends a paragraph. In a PDF the break becomes a blank line (so a second pass
-                # sees two paragraphs); in a text file the author's single break stays as it was typed.
+                # sees two paragraphs). In a text file a short line means the author broke the lines: the
+                # paragraph is not hard-wrapped prose and stays exactly as typed (joining part of it would
+                # change the widths a second pass judges by).
+                if plain:
+                    return text
                 out.append(self._join_run(run, vocab, counts))
-                out.append("\n" if plain else "\n\n")
-                counts["paragraph_breaks"] += not plain
+                out.append("\n\n")
+                counts["paragraph_breaks"] += 1
                 run = [line]
             else:
                 run.append(line)
