@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.docsan-installed
 DEMO   := fixtures/bilingual_report.pdf
 
-.PHONY: setup system-deps demo test lint bench fuzz clean-venv
+.PHONY: setup system-deps demo test lint bench fuzz golden clean-venv
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -40,6 +40,11 @@ test: setup
 FUZZ_EXAMPLES ?= 2000
 fuzz: setup
 	DOCSAN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DOCSAN_FUZZ_RANDOM=1 $(BIN)/pytest -q tests/test_fuzz.py
+
+# After a change of output made on purpose: rewrite tests/golden/ (tests/golden_outputs.py
+# says what the cases are), then commit it with the reason; `git diff --stat tests/golden` lists what changed.
+golden: setup
+	$(BIN)/python -m tests.golden_outputs --write $(CASES)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -25,12 +25,12 @@ def _timed_batch(llm: object, prompts: list[list[int]]) -> tuple[float, int]:
 
 
 def run() -> dict[str, object]:
+    from docsan.config.runner import EmbeddedConfig
     from docsan.runner.backends.base import GenerationRequest
     from docsan.runner.backends.embedded import embedded_engine_kwargs
     from docsan.runner.backends.vllm_engine import VllmEngine, prepare_env
     from docsan.runner.embedded_model import embedded_model_dir
     from docsan.runner.prompt import ChatTokenizer
-    from docsan.runner.settings import EmbeddedConfig
 
     t0 = time.perf_counter()
     model_dir = embedded_model_dir()

@@ -21,8 +21,9 @@ from pathlib import Path
 import pymupdf
 
 from docsan.config import ExtractConfig
-from docsan.extract import layout, tables
+from docsan.extract import layout
 from docsan.extract.pdf import load_pdf
+from docsan.tables import ruled
 
 # Beside the checkout, as in tests/conftest.py; DOCSAN_CORPUS overrides (a worktree elsewhere).
 CORPUS = Path(
@@ -78,7 +79,7 @@ def _read_pages(path: Path) -> None:
             layout.read_page(
                 page,
                 lambda page=page: [tuple(i["bbox"]) for i in page.get_image_info()],
-                lambda pt: tables.plausible(pt.rules_h, pt.rules_v),
+                lambda pt: ruled.plausible(pt.rules_h, pt.rules_v),
             )
 
 

@@ -31,7 +31,7 @@ from datasketch import MinHash, MinHashLSH
 
 from docsan.model import Block, Document, Page
 from docsan.stages.neardup import NearDuplicates
-from docsan.textalgo.shingles import shingle
+from docsan.text.shingles import shingle
 
 REPEATS = 3
 

@@ -30,7 +30,7 @@ from docsan.config import ExtractConfig  # noqa: E402
 from docsan.extract import load  # noqa: E402
 from docsan.model import Document  # noqa: E402
 from docsan.stages.furniture import Furniture  # noqa: E402
-from docsan.stages.tables import TableRepair  # noqa: E402
+from docsan.stages.table_repair import TableRepair  # noqa: E402
 
 FILES = (
     "fedreg_2020-17221_15p.pdf",

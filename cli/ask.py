@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import BackendChoice, ConfigOption, err_console, fail, get_config
 from cli.exit_codes import ExitCode
 from docsan.errors import DocsanError
 
 if TYPE_CHECKING:
     from docsan.runner.ask import Answer, Prepared
-
-class BackendChoice(StrEnum):
-    embedded = "embedded"
-    inprocess = "inprocess"
-    remote = "remote"
 
 
 def ask(
@@ -56,9 +50,7 @@ def ask(
         Path | None,
         typer.Option("--model", help="Served model folder whose tokenizer counts the prompt (default: bundled)."),
     ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Answer QUESTION from FILE: extract, clean, fit the budget, guard, route to a tier, run.
 

@@ -4,71 +4,29 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.common import err_console, error_line, fail, get_config
+from cli.common import ConfigOption, choices, err_console, error_line, fail, get_config
 from cli.exit_codes import ExitCode
-from docsan.config import Config
+from docsan.batch import clean_inputs, expand_inputs, render_output
+from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.errors import DocsanError
-from docsan.extract import load
-from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import dumps, render_json, render_messages, render_text
+from docsan.render import OutputFormat, dumps
 
-INPUT_SUFFIXES = {".pdf", ".txt", ".md", ".markdown", ".json", ".text"}
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
+OutputChoice = choices("OutputChoice", OutputFormat)
+TableChoice = choices("TableChoice", TablePolicy)
+StrategyChoice = choices("StrategyChoice", BudgetStrategy)
+OcrChoice = choices("OcrChoice", OcrMode)
+TEXT = OutputChoice("text")
 
 
-class TablePolicy(StrEnum):
-    once = "once"
-    fill = "fill"
-    html = "html"
-
-
-class BudgetStrategy(StrEnum):
-    head = "head"
-    head_tail = "head-tail"
-    query = "query"
-
-
-class OcrMode(StrEnum):
-    auto = "auto"
-    always = "always"
-    never = "never"
-
-
-def expand_inputs(paths: list[Path]) -> list[Path]:
-    """Directories expand to the supported files inside them, sorted for stable output."""
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in INPUT_SUFFIXES))
-        else:
-            out.append(p)
-    return out
-
-
-def render(result: CleanResult, fmt: OutputFormat, *, table_html: bool) -> str:
-    doc = result.document
-    if fmt is OutputFormat.json:
-        return render_json(doc, result.report.to_dict())
-    if doc.is_chat:
-        return dumps(render_messages(doc))
-    return render_text(doc, markdown=fmt is OutputFormat.markdown, table_html=table_html)
-
-
-def output_path(out_dir: Path, src: Path, fmt: OutputFormat, is_chat: bool, taken: set[Path] | None = None) -> Path:
+def output_path(out_dir: Path, src: Path, fmt: str, is_chat: bool, taken: set[Path] | None = None) -> Path:
     """Where ``src``'s output goes; an input named like an earlier one (a/x.txt, b/x.txt) gets -2, -3..."""
-    suffix = ".json" if fmt is OutputFormat.json or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
+    suffix = ".json" if fmt == "json" or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
     stem = src.name if src.suffix.lower() != suffix else src.stem + ".clean"
     path, n = out_dir / (stem + suffix), 1
     while taken is not None and path in taken:
@@ -87,8 +45,8 @@ def clean(
         Path | None, typer.Option("-o", "--output", help="Output file (one input) or folder (several).")
     ] = None,
     fmt: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text, markdown, or json (text + statistics + removals).")
-    ] = OutputFormat.text,
+        OutputChoice, typer.Option("--format", "-f", help="text, markdown, or json (text + statistics + removals).")
+    ] = TEXT,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")
     ] = None,
@@ -107,18 +65,16 @@ def clean(
         bool, typer.Option("--no-ocr", help="Never OCR; pages without a text layer come out empty.")
     ] = False,
     ocr: Annotated[
-        OcrMode | None, typer.Option("--ocr", help="auto: OCR pages without usable text; always; never.")
+        OcrChoice | None, typer.Option("--ocr", help="auto: OCR pages without usable text; always; never.")
     ] = None,
     table_policy: Annotated[
-        TablePolicy | None,
+        TableChoice | None,
         typer.Option(
             "--table-policy",
             help="Spanned table cells: once (value once, rest blank), fill (repeat it), html (colspan/rowspan).",
         ),
     ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
     budget: Annotated[
         int | None, typer.Option("--budget", min=1, help="Keep at most N tokens (exact count), whole paragraphs.")
     ] = None,
@@ -126,7 +82,7 @@ def clean(
         str | None, typer.Option("--query", help="With --budget: keep the paragraphs most relevant to this question.")
     ] = None,
     strategy: Annotated[
-        BudgetStrategy | None,
+        StrategyChoice | None,
         typer.Option(
             "--strategy", help="With --budget: head, head-tail, or query (default: query if --query, else head)."
         ),
@@ -158,17 +114,26 @@ def clean(
         extract["ocr"] = ocr.value
     if no_ocr:
         extract["ocr"] = "never"
+    if budget is None and (query is not None or strategy is not None):
+        fail("--query and --strategy need --budget N", ExitCode.USAGE)
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
-        config = budget_overrides(config, budget, query, strategy, tokenizer, markdown=fmt is OutputFormat.markdown)
+        config = config.with_budget(
+            budget,
+            query=query,
+            strategy=strategy.value if strategy is not None else None,  # type: ignore[arg-type]
+            tokenizer=tokenizer,
+            markdown=fmt.value == "markdown",
+            suffix="\n",  # the final newline written after the text
+        )
         if keep_control_tokens:
             config = config.with_overrides(stages=tuple(s for s in config.stages if s != "special_tokens"))
-        pipeline = Pipeline.from_config(config)
+        inputs = expand_inputs(paths)
+        outcomes = clean_inputs(inputs, config)
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)
 
-    inputs = expand_inputs(paths)
     if not inputs:
         fail("no input files found", ExitCode.USAGE)
     # An existing folder given as -o receives the output even for one input, like cp and mv.
@@ -195,22 +160,19 @@ def clean(
     )
     with progress:
         task = progress.add_task("cleaning", total=len(inputs))
-        for src in inputs:
-            progress.update(task, description=f"cleaning {src.name}")
-            try:
-                result = pipeline.run(load(src, config.extract))
-            except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
+        for outcome in outcomes:
+            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1)
+            if outcome.result is None:
                 failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
-                known = isinstance(err, DocsanError)
-                error_line(str(err) if known else f"{src}: internal error ({type(err).__name__}: {err})")
-                progress.advance(task)
+                error_line(outcome.error or f"{outcome.source}: failed")
                 continue
-            text = render(result, fmt, table_html=_table_html(config))
+            result = outcome.result
+            text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
             try:
                 if several:
                     assert output is not None
-                    target = output_path(output, src, fmt, result.document.is_chat, written)
+                    target = output_path(output, outcome.source, fmt.value, result.document.is_chat, written)
                     target.write_text(text + "\n", encoding="utf-8")
                 elif output is not None:
                     output.parent.mkdir(parents=True, exist_ok=True)
@@ -220,14 +182,12 @@ def clean(
             except OSError as err:
                 failed += 1
                 error_line(f"{err.filename or output}: cannot write the output: {err.strerror}")
-                progress.advance(task)
                 continue
             for gap in result.report.gaps:
                 # A partial result says so where a person or a script looks: stderr and the exit status.
-                err_console.print(f"{src}: {gap}", highlight=False, markup=False)
+                err_console.print(f"{outcome.source}: {gap}", highlight=False, markup=False)
             partial += result.report.partial
             reports.append(result.report.to_dict())
-            progress.advance(task)
 
     if report is not None:
         payload: object = reports[0] if not several and reports else reports
@@ -257,46 +217,3 @@ def _check_writable(path: Path, flag: str) -> None:
     _make_dir(path.parent, flag)
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         fail(f"{path}: {flag} cannot be written (permission denied)", ExitCode.USAGE)
-
-
-def _table_html(config: Config) -> bool:
-    return config.stage_options("tables").get("policy") == "html"
-
-
-def budget_overrides(
-    config: Config,
-    budget: int | None,
-    query: str | None,
-    strategy: BudgetStrategy | None,
-    tokenizer: str | None,
-    *,
-    markdown: bool,
-) -> Config:
-    """Append the special_tokens stage (with --budget or --tokenizer) and the budget stage (with --budget).
-
-    A tokenizer names the model the prompt is for, so its control tokens are
-    guarded whenever one is given; the budget stage runs last, on the text
-    exactly as it will be written.
-    """
-    if budget is None and (query is not None or strategy is not None):
-        fail("--query and --strategy need --budget N", ExitCode.USAGE)
-    if budget is None and tokenizer is None:
-        return config
-    stages = list(config.stages)
-    options: dict[str, dict[str, object]] = {}
-    tok = {"tokenizer": tokenizer} if tokenizer is not None else {}
-    if "special_tokens" not in stages:
-        stages.append("special_tokens")
-    options["special_tokens"] = dict(tok)
-    if budget is not None:
-        if "budget" in stages:
-            stages.remove("budget")
-        stages.append("budget")
-        opts: dict[str, object] = {"budget": budget, "markdown": markdown, "table_html": _table_html(config), **tok}
-        opts["suffix"] = "\n"  # the final newline clean writes after the text
-        if query is not None:
-            opts["query"] = query
-        if strategy is not None:
-            opts["strategy"] = strategy.value
-        options["budget"] = opts
-    return config.with_overrides(options=options, stages=tuple(stages))

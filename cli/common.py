@@ -1,19 +1,35 @@
-"""What every command shares: one-line errors, config loading."""
+"""What every command shares: one-line errors, config loading, the --config option, choice enums."""
 
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, Any, NoReturn, get_args
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 
 from cli.exit_codes import ExitCode
 from docsan.config import Config, load_config
+from docsan.config.runner import BackendName
 from docsan.errors import DocsanError
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+# The one --config option of every command.
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
+]
+
+
+def choices(name: str, literal: Any) -> type[StrEnum]:
+    """A choice enum for Typer whose values are those of a configuration ``Literal``, so the two cannot drift."""
+    return StrEnum(name, {value.replace("-", "_"): value for value in get_args(literal)})  # type: ignore[return-value]
+
+
+BackendChoice = choices("BackendChoice", BackendName)
 
 
 def error_line(message: str) -> None:

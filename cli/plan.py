@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import ConfigOption, choices, err_console, fail, get_config
 from cli.exit_codes import ExitCode
 from docsan.errors import DocsanError
 from docsan.runner.embedded_model import embedded_model_dir
@@ -20,7 +19,7 @@ from docsan.runner.tiers import GIB, Dtype, build_tiers
 from docsan.runner.validate import tier_problems
 
 # The choices are the config's own: a flag can only name a dtype a tier file could.
-DtypeChoice = StrEnum("DtypeChoice", {d: d for d in get_args(Dtype)})
+DtypeChoice = choices("DtypeChoice", Dtype)
 
 
 def plan_cmd(
@@ -36,9 +35,7 @@ def plan_cmd(
         float, typer.Option("--reserve-gib", help="Activation/CUDA-context reserve subtracted before the KV cache.")
     ] = DEFAULT_RESERVE_BYTES / GIB,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-    ] = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Plan a tier's GPU memory: weights, KV cache per token, capacity, concurrent sequences.
 

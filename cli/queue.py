@@ -5,12 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli.common import err_console, fail, get_config
+from cli.common import BackendChoice, ConfigOption, err_console, fail, get_config
 from cli.exit_codes import ExitCode
 from docsan.errors import DocsanError
 from docsan.runner.backends.factory import make_backend
@@ -19,10 +18,6 @@ from docsan.runner.tiers import build_tiers
 
 queue_app = typer.Typer(help="Inspect and drain the deferred queue.", no_args_is_help=True)
 
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
-]
-
 
 @queue_app.command("list")
 def list_jobs(
@@ -30,7 +25,7 @@ def list_jobs(
         str | None, typer.Option("--status", help="Only jobs in this state: pending, running, done, failed.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per job, one per line.")] = False,
-    config_file: ConfigOpt = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """List queued jobs, oldest first."""
     config = get_config(config_file)
@@ -46,15 +41,17 @@ def list_jobs(
 def run_jobs(
     limit: Annotated[int | None, typer.Option("--limit", help="Run at most this many jobs.", min=1)] = None,
     backend: Annotated[
-        str | None, typer.Option("--backend", help="embedded, inprocess or remote (default: config).")
+        BackendChoice | None, typer.Option("--backend", help="embedded, inprocess or remote (default: config).")
     ] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Remote backend server for every tier.")] = None,
-    config_file: ConfigOpt = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Run pending jobs on their tiers and store the answers (see them with `queue list --json`)."""
     config = get_config(config_file)
     try:
-        runner_backend = make_backend(backend or config.runner.backend, config.runner, base_url=base_url)
+        runner_backend = make_backend(
+            backend.value if backend else config.runner.backend, config.runner, base_url=base_url
+        )
         jobs = run_pending(
             DeferredQueue(config.runner.queue_path),
             runner_backend,

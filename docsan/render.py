@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Literal
 
 import regex
 
 from docsan.model import Block, BlockKind, Document, Table
+
+# What a cleaned document is written as: plain text, Markdown (headings, pipe tables), or JSON with the report.
+OutputFormat = Literal["text", "markdown", "json"]
+
+
+def table_row_text(cells: Iterable[str]) -> str:
+    """One table row as text, ``| a | b |``: how a table's rows read everywhere (block text, reports, Markdown).
+
+    The outer pipes keep an empty first or last cell visible.
+    """
+    return "| " + " | ".join(cells) + " |"
+
+
+def table_text(table: Table) -> str:
+    """A table block's plain text (``Block.text``): one :func:`table_row_text` line per row, no header rule.
+
+    Spanned positions count as empty cells, as in the Markdown rendering, so
+    the text is the same whether the extractor or the tables stage built the grid.
+    """
+    return "\n".join(table_row_text(row) for row in table.text_rows())
 
 
 def table_to_markdown(table: Table) -> str:
@@ -20,8 +41,7 @@ def table_to_markdown(table: Table) -> str:
 
     def line(cells: list[str]) -> str:
         cells = [c.replace("\n", " ").replace("|", "\\|") for c in cells]
-        cells += [""] * (width - len(cells))
-        return "| " + " | ".join(cells) + " |"
+        return table_row_text(cells + [""] * (width - len(cells)))
 
     head = rows[0] if table.header_rows else [""] * width
     body = rows[1:] if table.header_rows else rows

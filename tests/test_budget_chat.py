@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_budget_fit import SCRIPTS
 
-from docsan.budget.chat import count_messages_default, fit_messages
+from docsan.budget.chat_trim import count_messages_default, fit_messages
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import ExtractConfig
 from docsan.errors import ConfigError

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsan.budget.chat import count_messages_default
+from docsan.budget.chat_trim import count_messages_default
 from docsan.budget.tokenizer import Tokenizer, default_tokenizer_dir
 from docsan.config import ExtractConfig
 from docsan.extract import load

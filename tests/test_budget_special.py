@@ -9,13 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docsan.budget.special_tokens import SpecialTokens, neutralise
+from docsan.budget.control_tokens import neutralise
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import ExtractConfig
 from docsan.extract import load
 from docsan.model import Block, BlockKind, Table
 from docsan.render import render_text
 from docsan.stages import build_stage
+from docsan.stages.special_tokens import SpecialTokens
 
 CONTROL = ["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>", "<｜begin▁of▁sentence｜>"]
 

@@ -8,10 +8,10 @@ import pytest
 
 from docsan.config import ExtractConfig
 from docsan.extract import load
-from docsan.extract.joining import join_pieces
 from docsan.extract.pdf import load_pdf
 from docsan.extract.textlayer_quality import assess
 from docsan.model import BlockKind, Document, Source
+from docsan.text.joining import join_pieces
 
 NO_OCR = ExtractConfig(ocr="never")
 

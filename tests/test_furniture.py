@@ -18,7 +18,7 @@ from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, T
 from docsan.report import StageResult
 from docsan.stages import build_stage
 from docsan.stages.furniture import Furniture
-from docsan.stages.pagenum import parse_page_number
+from docsan.text.pagenum import parse_page_number
 
 CONFIG = Config(stages=("furniture", "tables"))
 

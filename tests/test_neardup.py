@@ -14,7 +14,7 @@ from docsan.extract.chat import chat_document
 from docsan.model import Block, BlockKind, Document, Page, Table
 from docsan.stages import build_stage
 from docsan.stages.neardup import NearDuplicates
-from docsan.textalgo.shingles import shingle
+from docsan.text.shingles import shingle
 
 STAGE = NearDuplicates()
 

@@ -19,8 +19,8 @@ import docsan
 from docsan import Block, BlockKind, Document, DocumentKind, Page, Source, Table
 from docsan.config import Config
 from docsan.stages import build_stage
-from docsan.stages.charclass import REMOVABLE
 from docsan.stages.normalize import Normalize
+from docsan.text.chardata import REMOVABLE
 
 NORMALIZE = Config(stages=("normalize",))
 BOTH = Config(stages=("normalize", "reflow"))

@@ -12,8 +12,8 @@ from docsan.extract import load
 from docsan.model import BBox, Block, BlockKind, Document, Page, Table
 from docsan.stages import build_stage
 from docsan.stages.repeats import Repeats
-from docsan.textalgo.runs import find_runs
-from docsan.textalgo.script import is_cjk, is_separator
+from docsan.text.chardata import is_cjk, is_separator
+from docsan.text.runs import find_runs
 
 STAGE = Repeats()
 

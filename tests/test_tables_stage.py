@@ -18,9 +18,9 @@ from docsan.extract import load
 from docsan.model import Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
 from docsan.render import render_text
 from docsan.stages import build_stage
-from docsan.stages.tables import TableRepair
-from docsan.tables.grid import repair_grid
+from docsan.stages.table_repair import TableRepair
 from docsan.tables.pipes import parse_pipe_table
+from docsan.tables.repair import repair_grid
 
 # The stages that exist on this branch; normalize/repeats/reflow/neardup come from other branches.
 CONFIG = Config(stages=("furniture", "tables"))

@@ -5,11 +5,11 @@
 - :func:`fit_messages`: trim a chat history to a budget.
 - :func:`neutralise`: make text that spells control tokens encode as plain text.
 
-The stages ``budget`` and ``special_tokens`` wrap these for the pipeline.
+The stages ``budget`` and ``special_tokens`` (in :mod:`docsan.stages`) wrap these for the pipeline.
 """
 
-from docsan.budget.chat import ChatFit, CountMessages, count_messages_default, fit_chat, fit_messages
-from docsan.budget.special_tokens import neutralise
+from docsan.budget.chat_trim import ChatFit, CountMessages, count_messages_default, fit_chat, fit_messages
+from docsan.budget.control_tokens import neutralise
 from docsan.budget.tokenizer import Tokenizer, TokenizerError
 from docsan.budget.truncate import fit_document
 

@@ -22,11 +22,12 @@ from collections.abc import Sequence
 
 import regex
 
-_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
-# Either a run of CJK characters, or a run of word characters that are not
+from docsan.text.chardata import CJK_LETTERS
+
+# Either a run of CJK letters, or a run of word characters that are not
 # CJK and not "_". Two single character classes: linear time.
-_TERM = regex.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
-_CJK_RUN = regex.compile(rf"[{_CJK}]+")
+_TERM = regex.compile(rf"[{CJK_LETTERS}]+|[^\W_{CJK_LETTERS}]+")
+_CJK_RUN = regex.compile(rf"[{CJK_LETTERS}]+")
 
 # The usual BM25 constants (Robertson & Zaragoza): k1 saturates repeated
 # terms, b normalises for paragraph length.

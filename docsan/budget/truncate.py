@@ -32,12 +32,12 @@ from typing import Literal
 from docsan.budget.rank import bm25_scores
 from docsan.budget.segment import Piece, Unit, rendered_pieces, sentence_ends, units
 from docsan.budget.tokenizer import Tokenizer
+from docsan.config import BudgetStrategy
 from docsan.errors import ConfigError
 from docsan.model import BlockKind, Document
 from docsan.render import render_text
 from docsan.report import Change, StageResult
 
-Strategy = Literal["head", "head-tail", "query"]
 Keep = Literal["head", "tail"]
 
 STAGE = "budget"
@@ -215,7 +215,7 @@ def _first_fitting(positions: list[int], fits: Callable[[int], bool]) -> int | N
     return positions[lo] if lo < len(positions) else None
 
 
-def resolve_strategy(strategy: Strategy | None, query: str | None) -> Strategy:
+def resolve_strategy(strategy: BudgetStrategy | None, query: str | None) -> BudgetStrategy:
     """``query`` when a question is given, else ``head``; a query strategy without a question is an error."""
     if strategy is None:
         return "query" if query and query.strip() else "head"
@@ -229,7 +229,7 @@ def fit_document(
     budget: int,
     tokenizer: Tokenizer,
     *,
-    strategy: Strategy | None = None,
+    strategy: BudgetStrategy | None = None,
     query: str | None = None,
     markdown: bool = False,
     table_html: bool = False,

@@ -8,8 +8,8 @@ from typing import Any
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
 from docsan.extract.encoding import decode
-from docsan.extract.text import paragraphs_to_blocks
 from docsan.model import Document, DocumentKind, Page, Source
+from docsan.text.paragraphs import paragraphs_to_blocks
 
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from docsan.extract.mupdf import pymupdf
+from docsan.geometry import Rect
+from docsan.tables.ruled import Span
 
 # Extraction flags: keep whitespace as drawn, drop text outside the media box,
 # no images (they would be copied into the dictionary, bytes and all), and ligatures
@@ -56,8 +58,6 @@ HEADING_MAX_LINES = 3
 # Extra space between two lines of a block, in font sizes, that makes a
 # paragraph break (see _split_paragraphs).
 PARAGRAPH_GAP = 0.5
-
-Rect = tuple[float, float, float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,15 +108,6 @@ class TextBox:
     def without(self, drop: Callable[[Line], bool]) -> TextBox | None:
         """This box less the lines ``drop`` selects, or None when nothing is left."""
         return TextBox.of([ln for ln in self.lines if not drop(ln)])
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A visible span: text, box, and the vertical centre of its line."""
-
-    text: str
-    bbox: Rect
-    line_y: float
 
 
 @dataclass(slots=True)

@@ -30,10 +30,10 @@ from PIL import Image
 
 from docsan.config import ExtractConfig
 from docsan.extract import tesseract
-from docsan.extract.joining import join_pieces
 from docsan.extract.mupdf import pymupdf
 from docsan.extract.tesseract import OcrFailedError, OcrTimeout, OcrUnavailableError
 from docsan.model import BBox, Block, Gap, Source
+from docsan.text.joining import join_pieces
 
 # OSD needs only letter shapes; this is its resolution (see the module docstring).
 OSD_DPI = 150

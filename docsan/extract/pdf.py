@@ -21,10 +21,13 @@ from pathlib import Path
 
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
-from docsan.extract import layout, tables, textlayer_quality
-from docsan.extract.layout import PageText, Rect, TextBox
+from docsan.extract import layout, textlayer_quality
+from docsan.extract.layout import PageText, TextBox
 from docsan.extract.mupdf import pymupdf
+from docsan.geometry import Rect
 from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Gap, Page, Source
+from docsan.render import table_text
+from docsan.tables import ruled
 
 # A page counts as a scan when images cover at least this share of it (all
 # images together: some scanners slice a page into dozens of strips).
@@ -212,7 +215,7 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str], g
         # Under white text: a page without image resources skips the image
         # pass (it costs a second interpretation of the page).
         lambda: _image_rects(page) if page.get_images() else [],
-        lambda pt: config.tables and tables.plausible(pt.rules_h, pt.rules_v),
+        lambda pt: config.tables and ruled.plausible(pt.rules_h, pt.rules_v),
     )
     boxes = list(found.visible)
     coverage: float | None = None
@@ -256,7 +259,7 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str], g
             return draft
         # OCR replaces a text layer only when it reads demonstrably better.
         notes.append(f"page {number}: {reason}; OCR ({result.lang}) read no better, text layer kept")
-    if config.tables and tables.plausible(found.rules_h, found.rules_v):
+    if config.tables and ruled.plausible(found.rules_h, found.rules_v):
         boxes = _with_tables(found, boxes, draft)
     draft.items = layout.reading_order([*boxes, *draft.items], _bbox_of)
     return draft
@@ -283,11 +286,11 @@ def _inside(line: layout.Line, rect: Rect) -> bool:
 def _with_tables(found: PageText, boxes: list[TextBox], draft: _Draft) -> list[TextBox]:
     """Add table blocks to ``draft``; return ``boxes`` less the lines now inside a table."""
     rects: list[Rect] = []
-    for grid in tables.find_grids(found.rules_h, found.rules_v, found.spans):
+    for grid in ruled.find_grids(found.rules_h, found.rules_v, found.spans):
         x0, y0, x1, y1 = grid.bbox
         inside = [sp for sp in found.spans if sp.bbox[0] < x1 and sp.bbox[2] > x0 and y0 <= sp.line_y <= y1]
-        table = tables.fill(grid, inside)
-        text = tables.render_rows(table)
+        table = ruled.fill(grid, inside)
+        text = table_text(table)
         if not text.replace("|", "").strip():
             continue  # a ruled frame with no text: a form or a decoration, not a table
         rects.append(grid.bbox)
@@ -309,7 +312,7 @@ def _load_with_pdfplumber(
     import pdfplumber
     from pdfminer.pdfparser import PDFSyntaxError
 
-    from docsan.extract.text import paragraphs_to_blocks
+    from docsan.text.paragraphs import paragraphs_to_blocks
 
     out = []
     gaps: list[Gap] = []

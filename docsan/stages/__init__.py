@@ -21,11 +21,11 @@ REGISTRY: dict[str, str] = {
     "normalize": "docsan.stages.normalize:Normalize",
     "reflow": "docsan.stages.reflow:Reflow",
     "furniture": "docsan.stages.furniture:Furniture",
-    "tables": "docsan.stages.tables:TableRepair",
+    "tables": "docsan.stages.table_repair:TableRepair",
     "repeats": "docsan.stages.repeats:Repeats",
     "neardup": "docsan.stages.neardup:NearDuplicates",
-    "special_tokens": "docsan.budget.special_tokens:SpecialTokens",
-    "budget": "docsan.budget.stage:Budget",
+    "special_tokens": "docsan.stages.special_tokens:SpecialTokens",
+    "budget": "docsan.stages.budget:Budget",
 }
 
 

@@ -41,11 +41,11 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from rapidfuzz import fuzz, process
 
+from docsan.geometry import aligned, is_one_row, is_vertical, line_centres
 from docsan.model import Block, BlockKind, Document, Page, Table
 from docsan.report import Change, StageResult
-from docsan.stages.layout import aligned, is_one_row, is_vertical, line_centres
-from docsan.stages.pagenum import parse_page_number
 from docsan.tables.pipes import parse_pipe_table
+from docsan.text.pagenum import parse_page_number
 
 _DIGITS = regex.compile(r"\d+")
 _SPACE = regex.compile(r"\s+")

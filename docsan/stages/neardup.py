@@ -9,15 +9,15 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
   blank line: how reflow marks a paragraph end, and how a PDF extractor that
   joins closely set paragraphs into one block leaves them after reflow) gives
   one unit per paragraph, and a removed paragraph is cut out of its block.
-  In a PDF whose extractor cut a paragraph into
-  one block per line, consecutive left-aligned single-line blocks of one font
-  size with line spacing between them form one unit (``group_lines``); after
-  the reflow stage this is a no-op. In a chat history, whole messages are
+  In a PDF whose extractor cut a paragraph into one block per line, the
+  line blocks that reflow rejoins (the same rule,
+  :func:`docsan.geometry.continues_paragraph`) form one unit
+  (``group_lines``); after the reflow stage this is a no-op. In a chat history, whole messages are
   compared first (``messages``): a message goes whole only when none of its
   paragraphs is new (a re-sent paste with a new question keeps the question);
   then paragraphs are compared, which removes the paste alone.
 * Shingles: CJK character 5-grams, word 3-grams elsewhere, per script segment
-  (:mod:`docsan.textalgo.shingles`). Signatures are computed in one batch with
+  (:mod:`docsan.text.shingles`). Signatures are computed in one batch with
   ``MinHash.bulk`` and an xxhash hash function, with a fixed seed.
 * Candidates from LSH are verified by the exact Jaccard similarity of the
   shingle sets before anything is removed; a unit is only compared with units
@@ -42,18 +42,17 @@ from datasketch import MinHash
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, Document
 from docsan.report import Change, StageResult
-from docsan.textalgo.banding import BandIndex, lsh_params
-from docsan.textalgo.shingles import Shingled, shingle
+from docsan.text.banding import BandIndex, lsh_params
+from docsan.text.paragraphs import split_paragraphs
+from docsan.text.shingles import Shingled, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.
 _QUOTE_CHARS = 200
 _NUMBER = regex.compile(r"\p{Nd}+")
-# A paragraph break inside a block: a blank (or whitespace-only) line. One
-# bounded-class run either side of a literal newline: linear.
-_PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n\s*")
 
 
 @dataclass(slots=True)
@@ -64,7 +63,7 @@ class _Unit:
     sh: Shingled
     label: str  # "page 3" / "message 2", for reports
     # The paragraph's index among its block's paragraphs when the block holds
-    # several (see _paragraphs); None when the unit is whole blocks.
+    # several (see split_paragraphs); None when the unit is whole blocks.
     paragraph: int | None = None
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
@@ -84,28 +83,6 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
     return len(part & whole) / len(part) if part else 1.0
-
-
-def _paragraphs(text: str) -> list[str]:
-    """The block's paragraphs: its text split at blank lines, empty pieces dropped."""
-    return [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
-
-
-def _continues(prev: Block, block: Block) -> bool:
-    """Is ``block`` the next line of the paragraph whose last line is ``prev``?
-
-    True for left-aligned single-line blocks of the same font size separated by
-    no more than ordinary line spacing (one font size; paragraph breaks in the
-    corpus are two or more).
-    """
-    if prev.bbox is None or block.bbox is None or not prev.font_size or not block.font_size:
-        return False
-    fs = prev.font_size
-    if abs(block.font_size - fs) > 0.15 * fs:
-        return False
-    single_line = prev.bbox.height <= 1.8 * fs and block.bbox.height <= 1.8 * fs
-    gap = block.bbox.y0 - prev.bbox.y1
-    return single_line and abs(block.bbox.x0 - prev.bbox.x0) <= fs and -0.3 * fs <= gap <= fs
 
 
 @pydantic_dataclass(config=ConfigDict(extra="forbid"), frozen=True)
@@ -140,8 +117,8 @@ class NearDuplicates:
     # in every section); tables are the tables stage's business.
     exempt_headings: bool = True
     exempt_tables: bool = True
-    # Treat consecutive single-line PDF blocks with line spacing as one
-    # paragraph (see _continues); off compares each block on its own.
+    # Treat consecutive single-line PDF blocks that reflow would rejoin as one
+    # paragraph (docsan.geometry.continues_paragraph); off compares each block on its own.
     group_lines: bool = True
     # A unit whose normalised text is at least this share digits (a table row
     # extracted as text, a record, a dated header) is only removed when it has
@@ -171,7 +148,7 @@ class NearDuplicates:
                     if (i, j) in removed:
                         continue
                     if (i, j) in cut:
-                        kept = [p for k, p in enumerate(_paragraphs(block.text)) if k not in cut[(i, j)]]
+                        kept = [p for k, p in enumerate(split_paragraphs(block.text)) if k not in cut[(i, j)]]
                         block = block.with_text("\n\n".join(kept))
                     blocks.append(block)
                 page = page.with_blocks(blocks)
@@ -213,11 +190,12 @@ class NearDuplicates:
         groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
         for i, page in enumerate(doc.pages):
             group: list[int] = []
+            edges = right_edges(page.blocks) if self.group_lines else {}
             for j, block in enumerate(page.blocks):
                 if (i, j) in removed or not self._eligible(block):
                     group = []
                     continue
-                if not (group and self.group_lines and _continues(page.blocks[group[-1]], block)):
+                if not (group and self.group_lines and continues_paragraph(page.blocks[group[-1]], block, edges)):
                     group = []
                     groups.append((i, group))
                 group.append(j)
@@ -225,7 +203,7 @@ class NearDuplicates:
         for i, group in groups:
             page = doc.pages[i]
             label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
-            paragraphs = _paragraphs(page.blocks[group[0]].text) if len(group) == 1 else []
+            paragraphs = split_paragraphs(page.blocks[group[0]].text) if len(group) == 1 else []
             if len(paragraphs) > 1:
                 for k, text in enumerate(paragraphs):
                     unit = self._unit(i, group, text, label)
@@ -280,7 +258,7 @@ class NearDuplicates:
             else:
                 (j,) = unit.blocks
                 cut[(unit.page, j)].add(unit.paragraph)
-                if len(cut[(unit.page, j)]) == len(_paragraphs(doc.pages[unit.page].blocks[j].text)):
+                if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
                     removed.add((unit.page, j))  # every paragraph went: the block goes
                     del cut[(unit.page, j)]
             what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"

@@ -2,13 +2,13 @@
 
 Runs first so every later stage compares clean text. Three steps per block:
 
-1. Invisible characters are removed (:mod:`docsan.stages.charclass`): controls,
+1. Invisible characters are removed (:mod:`docsan.text.chardata`): controls,
    zero-width and bidi characters, tag characters, soft hyphens, U+FFFD. They
    are how hidden instructions are smuggled into prompts, so each removal is
    reported, grouped per block and per character class. Two emoji sequences
    need them and keep them: a ZWJ between two emoji (👨‍👩‍👧) and the tag
    characters of the subdivision flags (England, Scotland, Wales). Variation
-   selectors stay only where they select a glyph (charclass.VARIATION_SELECTORS).
+   selectors stay only where they select a glyph (chardata.VARIATION_SELECTORS).
    A form feed inside a block splits the block: the layout meant a break.
 2. ftfy repairs mojibake, line by line, with a CJK-safe configuration (see
    :meth:`Normalize.ftfy_config`).
@@ -34,8 +34,9 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
 from docsan.model import Block, BlockKind, Cell, Document, Page, Source, Table
+from docsan.render import table_text
 from docsan.report import Change, StageResult
-from docsan.stages.charclass import CJK, REMOVABLE, VARIATION_SELECTORS, invisible_class
+from docsan.text.chardata import CJK, REMOVABLE, VARIATION_SELECTORS, invisible_class
 
 # Tag-character spellings of the subdivision flags that have an emoji
 # (RGI): England, Scotland, Wales. Anything else in tag characters is a
@@ -95,7 +96,7 @@ def _invisible_pattern(flags: tuple[str, ...]) -> regex.Pattern[str]:
         # sequence, not just its ESC, or "[31m" would be left in the text.
         r"|(?P<drop>\x1b\[[0-9;]{0,32}[A-Za-z])"
         rf"|(?P<drop>[{REMOVABLE}])"
-        # Variation selectors that select a glyph stay (charclass.VARIATION_SELECTORS says which);
+        # Variation selectors that select a glyph stay (chardata.VARIATION_SELECTORS says which);
         # the lookbehinds see one base character, so a second selector in a row is always dropped.
         r"|(?P<vs>(?<=\p{Ideographic})[\U000e0100-\U000e01ef])"
         r"|(?P<vs>(?<=\p{Emoji})[\ufe0e\ufe0f])"
@@ -117,7 +118,7 @@ class Normalize:
     # Ligatures (ﬁ, ﬂ) become their letters: PDF fonts emit them, and a
     # ligature splits words for search, de-hyphenation and the tokenizer.
     fix_ligatures: bool = True
-    # Remove the invisible characters listed in charclass.INVISIBLE_CLASSES.
+    # Remove the invisible characters listed in chardata.INVISIBLE_CLASSES.
     # Off only to inspect raw extractor output.
     remove_invisible: bool = True
     # Subdivision flags whose tag characters survive (tag letters, e.g.
@@ -254,11 +255,12 @@ class _Cleaner:
     def _table(self, page: Page, block: Block) -> Block:
         assert block.table is not None
         tally = _Tally()
-        # Count on the table's cells (its content); the block's plain
-        # rendering is cleaned the same way without counting it twice.
+        # The cells are the table's content; the block's plain text is
+        # their rendering, rebuilt from the cleaned cells (cleaning it as
+        # prose would squeeze the spaces around an empty cell).
         rows = tuple(tuple(self._cell(c, tally) for c in row) for row in block.table.rows)
         table = Table(rows=rows, header_rows=block.table.header_rows)
-        text = self.text(block.text, _Tally(), keep_indent=False, in_table=True)
+        text = table_text(table)
         if text == block.text and table == block.table:
             return block
         self.stats["blocks_changed"] += 1

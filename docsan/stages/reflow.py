@@ -24,13 +24,12 @@ import regex
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
+from docsan.geometry import is_row_of_pieces, merge_line_blocks
 from docsan.model import Block, BlockKind, Document, Source
 from docsan.report import Change, StageResult
-from docsan.stages.charclass import CJK, display_width
-from docsan.stages.lineblocks import is_row_of_pieces, merge_line_blocks
+from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
 
-_CJK_CHAR = regex.compile(rf"[{CJK}]")
-_CJK_PUNCT = regex.compile(r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60]")
+_CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
 # Line-final characters that continue a token across the break (see _joiner).
 _GLUE_AFTER = frozenset("–—/")
 # Spaces between two CJK characters ("费用 分 类"). The lookarounds are one
@@ -95,7 +94,7 @@ class Reflow:
     # list markers and code fences protect their real structure.
     join_sources: tuple[Source, ...] = (Source.TEXT_LAYER, Source.OCR, Source.PLAIN_TEXT, Source.CHAT)
     # Put back together paragraphs whose lines the PDF stored as separate
-    # blocks, one line each (see lineblocks.py); only geometry decides.
+    # blocks, one line each (see docsan.geometry.merge_line_blocks); only geometry decides.
     merge_line_blocks: bool = True
     # Drop a line-end hyphen when the document spells the joined word
     # without one elsewhere ("pre-\nprocessing" + "preprocessing" seen).
@@ -225,7 +224,7 @@ def _joiner(last: str, first: str, before_last: str) -> str:
     """
     if _CJK_PUNCT.match(last) or _CJK_PUNCT.match(first):
         return ""
-    if _CJK_CHAR.match(last) and _CJK_CHAR.match(first):
+    if is_cjk(last) and is_cjk(first):
         return ""
     if last in _GLUE_AFTER and before_last and not before_last.isspace():
         return ""

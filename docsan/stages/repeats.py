@@ -3,7 +3,7 @@
 The incident's fix was ``re.sub(r"(.+?)\\1{3,}", r"\\1", text)``, which backtracks
 quadratically or worse on text without line breaks (100k characters: more than
 two minutes). This stage finds every maximal tandem repeat with
-:func:`docsan.textalgo.runs.find_runs` (vectorised, O(n log max_period)),
+:func:`docsan.text.runs.find_runs` (vectorised, O(n log max_period)),
 decides per run whether it is noise or legitimate text, and deletes all but one
 copy. Only exact copies are ever deleted, and each deletion is reported.
 
@@ -48,12 +48,12 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.model import BBox, Block, BlockKind, Document, Page
 from docsan.report import Change, StageResult
-from docsan.textalgo.runs import Run, RunFilter, find_runs
-from docsan.textalgo.script import CJK_CLASS, is_cjk, is_separator, is_word_char
+from docsan.text.chardata import CJK, display_width, is_separator, is_wide, is_word_char
+from docsan.text.runs import Run, RunFilter, find_runs
 
 # A single newline between two CJK characters: a soft wrap. One character of
 # look-around on each side, no quantifiers: linear.
-_CJK_WRAP = regex.compile(rf"(?<=[{CJK_CLASS}])\n(?=[{CJK_CLASS}])")
+_CJK_WRAP = regex.compile(rf"(?<=[{CJK}])\n(?=[{CJK}])")
 _SENTINEL = "\x00"
 _EXEMPT = (BlockKind.TABLE, BlockKind.FURNITURE)
 
@@ -128,7 +128,7 @@ def _build_views(texts: dict[tuple[int, int], str]) -> _Views:
 
 def _est_width_em(line: str) -> float:
     """Rough printed width of a line in ems: CJK is square, Latin glyphs average ~0.6 em."""
-    return sum(1.0 if is_cjk(c) else 0.6 for c in line.strip())
+    return sum(1.0 if is_wide(c) else 0.6 for c in line.strip())
 
 
 # Narrow glyphs: about a quarter em in proportional fonts.
@@ -141,7 +141,7 @@ def _min_width_em(line: str) -> float:
     A lower bound over fonts (condensed Latin averages about 0.4 em), so that
     ``copies`` side-by-side copies are at least ``copies`` times this wide.
     """
-    return sum(0.9 if is_cjk(c) else 0.25 if c in _NARROW else 0.4 for c in line.strip())
+    return sum(0.9 if is_wide(c) else 0.25 if c in _NARROW else 0.4 for c in line.strip())
 
 
 def _overprinted(block: Block, text: str, line_runs: list[_Collapse], collapsed: str, views: _Views) -> bool:
@@ -360,14 +360,14 @@ class Repeats:
         line = views.newlines(s, s + (copies - 1) * p) >= copies - 1
         if line and geometry:
             return _Collapse(run, copies, 1, "line", needs_overprint=True) if self.overprint else None
-        if p == 1 and is_cjk(unit):
+        if p == 1 and is_wide(unit):
             # ideographs and emoji; full-width punctuation ("。。。", "．．．．" leaders) is layout
             if copies < self.min_cjk_char_copies or not (unit.isalpha() or unicodedata.category(unit) == "So"):
                 return None
             return _Collapse(run, copies, 2, "character", needs_overprint=False)
         if copies < self.min_copies or not any(c.isalpha() for c in unit):
             return None
-        if run.length < self.min_run_width and sum(2 if is_cjk(c) else 1 for c in vs[s:e]) < self.min_run_width:
+        if run.length < self.min_run_width and display_width(vs[s:e]) < self.min_run_width:
             return None
         end = min(s + copies * p, e)
         if s > 0 and is_word_char(vs[s - 1]) and is_word_char(vs[s]):
@@ -380,7 +380,7 @@ class Repeats:
 
 def _unit_scale(unit: str) -> str:
     core = unit.strip()
-    if core and not any(is_separator(c) for c in core) and not any(is_cjk(c) for c in core):
+    if core and not any(is_separator(c) for c in core) and not any(is_wide(c) for c in core):
         return "word"
     return "phrase"
 

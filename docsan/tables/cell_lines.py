@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from statistics import median
 
+from docsan.geometry import font_size, is_one_row
 from docsan.model import Block, BlockKind, Page
-from docsan.stages.layout import font_size, is_one_row
+from docsan.render import table_row_text
 
 # A row: at least this many cells...
 MIN_CELLS = 3
@@ -71,7 +72,7 @@ def _line_runs(page: Page) -> list[list[str]]:
             run.append(block)
             continue
         if len(run) >= MIN_ROWS:
-            tables.append([b.text.replace("\n", " | ") for b in run])
+            tables.append([table_row_text(b.text.split("\n")) for b in run])
         run = [block] if _is_row_block(block) else []
     return tables
 
@@ -98,7 +99,7 @@ def _block_grid(page: Page) -> list[list[str]]:
             run.append(row)
             continue
         if len(run) >= MIN_ROWS:
-            tables.append([" | ".join(b.text.strip() for b in sorted(r, key=_left)) for r in run])
+            tables.append([table_row_text(b.text.strip() for b in sorted(r, key=_left)) for r in run])
         run = [row] if is_row else []
     return tables
 

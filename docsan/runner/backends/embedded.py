@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from docsan.config.runner import EmbeddedConfig
 from docsan.runner.backends.base import Generation, GenerationRequest, OnText
 from docsan.runner.backends.vllm_engine import VllmEngine
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
-from docsan.runner.settings import EmbeddedConfig
 from docsan.runner.tiers import Tier
 
 _ENGINES: dict[tuple[object, ...], VllmEngine] = {}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from docsan.config.runner import RunnerConfig
 from docsan.runner.backends.base import Backend
 from docsan.runner.errors import RunnerError
-from docsan.runner.settings import RunnerConfig
 
 
 def make_backend(

@@ -1,0 +1,219 @@
+"""Configuration as data: defaults here, overridden by a TOML file, overridden by flags.
+
+The TOML file has a top-level ``stages`` list, an ``[extract]`` table, and
+one table per stage holding that stage's options::
+
+    stages = ["normalize", "furniture", "tables", "repeats", "reflow", "neardup"]
+
+    [extract]
+    ocr = "auto"
+    lang = "chi_sim+eng"
+
+    [neardup]
+    threshold = 0.8
+
+A stage's options are validated by the stage itself when it is built, so an
+unknown option or a wrong type is reported with the stage's name.
+"""
+
+from __future__ import annotations
+
+import codecs
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from docsan.config.runner import RunnerConfig
+from docsan.errors import ConfigError
+
+# The choices of options that the command line offers by name (its enums are built from these).
+# When to OCR a PDF page (ExtractConfig.ocr explains each).
+OcrMode = Literal["auto", "always", "never"]
+# How the tables stage lays out a spanned cell (docsan.stages.table_repair explains each).
+TablePolicy = Literal["once", "fill", "html"]
+# Which paragraphs a token budget keeps (docsan.budget.truncate explains each).
+BudgetStrategy = Literal["head", "head-tail", "query"]
+
+# The order matters: control characters go first so every later comparison
+# sees clean text; furniture is found on the extractor's own lines, before
+# reflow joins them into paragraphs; near-duplicates are judged on whole
+# paragraphs, so they run after reflow; control-token spellings are escaped
+# last, on the text as it will be written (cleaned text is meant to become a
+# prompt: DeepSeek-V4's tokens unless special_tokens.tokenizer says otherwise).
+DEFAULT_STAGES: tuple[str, ...] = (
+    "normalize",
+    "furniture",
+    "tables",
+    "repeats",
+    "reflow",
+    "neardup",
+    "special_tokens",
+)
+
+
+class ExtractConfig(BaseModel):
+    """How inputs are read. Every default is the safe choice for unknown uploads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # auto: OCR only the pages whose text layer is missing or garbage.
+    ocr: OcrMode = "auto"
+    # Tesseract language packs; "auto" reads each page in the languages of the script tesseract's
+    # OSD sees on it (Cyrillic: rus+eng, Han: chi_sim+eng...), falling back to ocr_fallback_lang.
+    lang: str = "auto"
+    # For a page whose script OSD cannot tell, or whose language pack is not installed; the
+    # incident's uploads were Chinese and English.
+    ocr_fallback_lang: str = "chi_sim+eng"
+    # 300 dpi is tesseract's sweet spot for body text; lower loses CJK strokes.
+    dpi: int = Field(300, ge=72, le=600)
+    # CPU seconds one tesseract call may use (page recognition, or OSD). CPU time, not the
+    # clock: a busy machine makes a call slower, not more expensive, so load does not lose pages.
+    # A call that runs out is retried once at 2/3 of the dpi; then the page is a gap of a partial
+    # result (exit 4, "FILE: page N: OCR gave up after S s" on stderr). 60 s is 5-10 times what a
+    # dense A4 page at 300 dpi needs.
+    ocr_cpu_s: float = Field(60.0, gt=0)
+    # Refuse page images beyond this many megapixels before OCR: an almost
+    # blank 81-megapixel page would otherwise take minutes and gigabytes.
+    ocr_max_megapixels: float = Field(40.0, gt=0)
+    # Detect tables (pdfplumber/PyMuPDF) on pages that plausibly hold one.
+    tables: bool = True
+    # Read at most this many pages of a PDF; the rest is a documented partial result (exit 4, a
+    # stderr line saying which pages and the --pages range that reads them), never a refusal.
+    max_pages: int = Field(2000, ge=1)
+    # PDF pages to read ("1-3,7,10-"; None: all), for a long document read in parts.
+    pages: str | None = None
+    # Text and chat files: None detects the encoding (docsan/extract/encoding.py) and refuses
+    # a file it cannot tell; a codec name ("cp1252", "gb18030", "shift_jis") decodes strictly with it.
+    encoding: str | None = None
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_codec(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                codecs.lookup(value)
+            except LookupError:
+                raise ValueError(f"unknown encoding {value!r}") from None
+        return value
+
+
+class Config(BaseModel):
+    """Everything ``docsan clean`` needs; build one with :func:`load_config`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stages: tuple[str, ...] = DEFAULT_STAGES
+    extract: ExtractConfig = ExtractConfig()
+    # Per-stage options, keyed by stage name; validated by the stage.
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # The bundled vLLM runner (`docsan ask`, `plan`, `queue`): tiers, limits, backend.
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
+
+    def stage_options(self, name: str) -> dict[str, Any]:
+        return dict(self.options.get(name, {}))
+
+    @property
+    def table_html(self) -> bool:
+        """True when the tables stage keeps spans for HTML tables: renderers and budgets must then write HTML."""
+        return self.stage_options("tables").get("policy") == "html"
+
+    def with_budget(
+        self,
+        budget: int | None,
+        *,
+        query: str | None = None,
+        strategy: BudgetStrategy | None = None,
+        tokenizer: str | None = None,
+        markdown: bool = False,
+        suffix: str = "",
+    ) -> Config:
+        """Append the ``special_tokens`` stage (with a budget or a tokenizer) and the ``budget`` stage (with a budget).
+
+        A tokenizer names the model the prompt is for, so its control tokens
+        are guarded whenever one is given; the budget stage runs last, on the
+        text exactly as it will be written: ``markdown`` and this config's
+        table policy say how it is rendered, ``suffix`` is what the writer adds
+        after it (``docsan clean`` ends its output with a newline).
+        """
+        if budget is None and (query is not None or strategy is not None):
+            raise ConfigError("a query or a budget strategy needs a budget")
+        if budget is None and tokenizer is None:
+            return self
+        stages = list(self.stages)
+        options: dict[str, dict[str, Any]] = {}
+        tok = {"tokenizer": tokenizer} if tokenizer is not None else {}
+        if "special_tokens" not in stages:
+            stages.append("special_tokens")
+        options["special_tokens"] = dict(tok)
+        if budget is not None:
+            if "budget" in stages:
+                stages.remove("budget")
+            stages.append("budget")
+            opts: dict[str, Any] = {"budget": budget, "markdown": markdown, "table_html": self.table_html, **tok}
+            opts["suffix"] = suffix
+            if query is not None:
+                opts["query"] = query
+            if strategy is not None:
+                opts["strategy"] = strategy
+            options["budget"] = opts
+        return self.with_overrides(options=options, stages=tuple(stages))
+
+    def with_overrides(
+        self,
+        *,
+        extract: dict[str, Any] | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
+        stages: tuple[str, ...] | None = None,
+    ) -> Config:
+        """Return a copy with CLI flags applied over this configuration."""
+        new_options = {k: dict(v) for k, v in self.options.items()}
+        for stage, opts in (options or {}).items():
+            new_options.setdefault(stage, {}).update(opts)
+        try:
+            return Config(
+                stages=stages if stages is not None else self.stages,
+                extract=self.extract.model_copy(update=extract or {}),
+                options=new_options,
+                runner=self.runner,
+            )
+        except ValidationError as err:
+            raise ConfigError(_one_line(err)) from None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read a TOML configuration file, or return the defaults when ``path`` is None."""
+    if path is None:
+        return Config()
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"{p}: cannot read config: {err.strerror}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{p}: invalid TOML: {err}") from None
+    return config_from_dict(data, name=str(p))
+
+
+def config_from_dict(data: dict[str, Any], name: str = "config") -> Config:
+    """Build a :class:`Config` from the parsed TOML layout described above."""
+    data = dict(data)
+    top: dict[str, Any] = {}
+    for key in ("stages", "extract", "runner"):
+        if key in data:
+            top[key] = data.pop(key)
+    bad = [k for k, v in data.items() if not isinstance(v, dict)]
+    if bad:
+        raise ConfigError(f"{name}: unknown top-level key(s): {', '.join(sorted(bad))}")
+    top["options"] = data
+    try:
+        return Config(**top)
+    except ValidationError as err:
+        raise ConfigError(f"{name}: {_one_line(err)}") from None
+
+
+def _one_line(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(x) for x in first["loc"])
+    return f"{loc}: {first['msg']}"

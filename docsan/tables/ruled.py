@@ -1,0 +1,334 @@
+"""Ruled tables from the ruling lines already collected in the text pass.
+
+Why not ``page.find_tables()`` or pdfplumber: measured on the 262 text-layer
+pages of the corpus (docs/extraction.md), PyMuPDF's table finder spent about
+2.5 s per candidate page (253 s on 103 pages, against 4.6 s for reading all
+262 pages), re-reading drawings and characters we already have, and its cell
+text lost the spaces and split numbers ("1,505" -> "1505\\n,") on the EPA
+file. A ruled grid is simple to recover from rules we already hold:
+
+1. merge collinear rule pieces; horizontal and vertical rules that touch
+   form connected components; a component with at least two rules each way
+   is a grid;
+2. the distinct rule positions give the grid's rows and columns;
+3. two neighbouring grid cells with no rule between them are one merged
+   cell (rowspan/colspan), found with a union-find;
+4. each text span goes to the cell holding its centre, cut first where it
+   crosses a column line (MuPDF sometimes puts two cells in one span).
+
+Unruled tables (aligned columns without lines) are left to the layout
+order: detecting them from text alone gave false tables on prose.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from docsan.geometry import Rect
+from docsan.model import Cell, Table
+from docsan.text.joining import join_pieces
+
+# Rule ends closer than this (points) touch; positions closer than this are one grid line.
+SNAP = 2.0
+# A grid needs at least this many columns and rows: one column is a framed
+# text box, one row a framed heading.
+MIN_COLS = 2
+MIN_ROWS = 2
+# Text lines whose centres are further apart than this (points) are different text rows.
+ROW_GAP = 3.0
+# Split a grid row into text rows when this share of its cells has one line per text row.
+SPLIT_SHARE = 0.8
+# A cell border counts as drawn when rules cover this share of it.
+BORDER_COVERAGE = 0.6
+
+HRule = tuple[float, float, float]  # x0, x1, y
+VRule = tuple[float, float, float]  # y0, y1, x
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A visible span of the page: its text, box, and the vertical centre of its line (what cells are filled from)."""
+
+    text: str
+    bbox: Rect
+    line_y: float
+
+
+def plausible(rules_h: list[HRule], rules_v: list[VRule]) -> bool:
+    """Cheap gate: a ruled grid needs rules both ways."""
+    return len(rules_h) >= MIN_ROWS + 1 and len(rules_v) >= MIN_COLS + 1
+
+
+def _merge(rules: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Join collinear pieces (same position within SNAP, overlapping or touching)."""
+    # Cluster by position first, so 100.9 and 101.1 land in one group.
+    groups: list[list[tuple[float, float, float]]] = []
+    for rule in sorted(rules, key=lambda r: r[2]):
+        if groups and rule[2] - groups[-1][-1][2] <= SNAP:
+            groups[-1].append(rule)
+        else:
+            groups.append([rule])
+    out: list[tuple[float, float, float]] = []
+    for group in groups:
+        pos = sum(r[2] for r in group) / len(group)
+        start, end = None, None
+        for a, b, _ in sorted(group):
+            if start is not None and end is not None and a <= end + SNAP:
+                end = max(end, b)
+                continue
+            if start is not None and end is not None:
+                out.append((start, end, pos))
+            start, end = a, b
+        if start is not None and end is not None:
+            out.append((start, end, pos))
+    return out
+
+
+def _components(hs: list[HRule], vs: list[VRule]) -> list[tuple[list[HRule], list[VRule]]]:
+    parent = list(range(len(hs) + len(vs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    order = sorted(range(len(vs)), key=lambda j: vs[j][2])
+    xs = [vs[j][2] for j in order]
+    for i, (x0, x1, y) in enumerate(hs):
+        # Only vertical rules whose x lies on this horizontal rule can cross it.
+        for k in range(bisect_left(xs, x0 - SNAP), bisect_right(xs, x1 + SNAP)):
+            j = order[k]
+            y0, y1, _ = vs[j]
+            if y0 - SNAP <= y <= y1 + SNAP:
+                parent[find(i)] = find(len(hs) + j)
+    groups: dict[int, tuple[list[HRule], list[VRule]]] = {}
+    for i, h in enumerate(hs):
+        groups.setdefault(find(i), ([], []))[0].append(h)
+    for j, v in enumerate(vs):
+        groups.setdefault(find(len(hs) + j), ([], []))[1].append(v)
+    return list(groups.values())
+
+
+def _positions(values: list[float]) -> list[float]:
+    out: list[float] = []
+    for v in sorted(values):
+        if not out or v - out[-1] > SNAP:
+            out.append(v)
+    return out
+
+
+def _coverage(rules: list[tuple[float, float, float]], positions: list[float], cuts: list[float]) -> list[list[float]]:
+    """For each grid line in ``positions``: how much of each segment between ``cuts`` its rules cover.
+
+    One pass over the rules (bisect to the segments each rule touches), so a
+    200 x 30 grid costs a few thousand steps, not one scan of all rules per cell.
+    """
+    out = [[0.0] * (len(cuts) - 1) for _ in positions]
+    for a, b, pos in rules:
+        i = bisect_left(positions, pos - SNAP)
+        if i >= len(positions) or abs(positions[i] - pos) > SNAP:
+            continue
+        row = out[i]
+        for k in range(max(bisect_right(cuts, a) - 1, 0), min(bisect_left(cuts, b), len(cuts) - 1)):
+            row[k] += max(0.0, min(b, cuts[k + 1]) - max(a, cuts[k]))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """A ruled grid: rule positions and each grid cell's merged region."""
+
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    # Merged region of each grid cell (row-major): (row0, col0, row1, col1), inclusive.
+    regions: tuple[tuple[int, int, int, int], ...]
+    bbox: Rect
+    n_cols: int
+
+    def region_at(self, x: float, y: float) -> tuple[int, int, int, int] | None:
+        b = self.bbox
+        if not (b[0] <= x <= b[2] and b[1] <= y <= b[3]):
+            return None
+        c = min(max(bisect_right(self.xs, x) - 1, 0), self.n_cols - 1)
+        r = min(max(bisect_right(self.ys, y) - 1, 0), len(self.ys) - 2)
+        return self.regions[r * self.n_cols + c]
+
+
+def _grid(hs: list[HRule], vs: list[VRule], min_column: float) -> Grid | None:
+    ys = _positions([h[2] for h in hs])
+    xs = _positions([v[2] for v in vs])
+    n_rows, n_cols = len(ys) - 1, len(xs) - 1
+    if n_rows < MIN_ROWS or n_cols < MIN_COLS:
+        return None
+    widths = sorted(b - a for a, b in pairwise(xs))
+    if widths[len(widths) // 2] < min_column:
+        # A lattice finer than the text on it is a pattern, not a table: the IRS
+        # tax tables draw short rules making a 98 x 80 "grid" of ~7 pt columns
+        # that would slice "Tax Table" into "Tax | T | able".
+        return None
+    parent = list(range(n_rows * n_cols))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    v_cov = _coverage(vs, xs, ys)
+    h_cov = _coverage(hs, ys, xs)
+    row_need = [BORDER_COVERAGE * (ys[r + 1] - ys[r]) for r in range(n_rows)]
+    col_need = [BORDER_COVERAGE * (xs[c + 1] - xs[c]) for c in range(n_cols)]
+    for r in range(n_rows):
+        for c in range(n_cols):
+            if c + 1 < n_cols and v_cov[c + 1][r] < row_need[r]:
+                parent[find(r * n_cols + c + 1)] = find(r * n_cols + c)
+            if r + 1 < n_rows and h_cov[r + 1][c] < col_need[c]:
+                parent[find((r + 1) * n_cols + c)] = find(r * n_cols + c)
+    extent: dict[int, tuple[int, int, int, int]] = {}
+    roots = [0] * (n_rows * n_cols)
+    for i in range(n_rows * n_cols):
+        r, c = divmod(i, n_cols)
+        root = roots[i] = find(i)
+        r0, c0, r1, c1 = extent.get(root, (r, c, r, c))
+        extent[root] = (min(r0, r), min(c0, c), max(r1, r), max(c1, c))
+    if len(extent) < MIN_ROWS * MIN_COLS:
+        return None
+    regions = tuple(extent[root] for root in roots)
+    return Grid(tuple(xs), tuple(ys), regions, (xs[0], ys[0], xs[-1], ys[-1]), n_cols)
+
+
+def find_grids(rules_h: list[HRule], rules_v: list[VRule], spans: Sequence[Span]) -> list[Grid]:
+    """Ruled grids on a page, from its rules; ``spans`` (its text) sets the narrowest plausible column."""
+    heights = sorted(sp.bbox[3] - sp.bbox[1] for sp in spans)
+    min_column = MIN_COLUMN_HEIGHTS * heights[len(heights) // 2] if heights else 0.0
+    grids = []
+    for hs, vs in _components(_merge(rules_h), _merge(rules_v)):
+        grid = _grid(hs, vs, min_column)
+        if grid is not None:
+            grids.append(grid)
+    return grids
+
+
+Region = tuple[int, int, int, int]
+# A text line inside one cell: (text, y-centre of its line, x of its first character).
+Line = tuple[str, float, float]
+
+
+def _clusters(ys: list[float], gap: float) -> list[float]:
+    out: list[float] = []
+    for y in sorted(ys):
+        if not out or y - out[-1] > gap:
+            out.append(y)
+    return out
+
+
+# A grid whose median column is narrower than this many text-line heights (the
+# page's median) is a pattern, not a table.
+MIN_COLUMN_HEIGHTS = 1.5
+
+# A gap between two pieces of one line wider than this share of the line
+# height is a word space (files that position words without space characters).
+WORD_GAP = 0.25
+
+# A piece of a line inside one cell: (x0, x1, height, text).
+Piece = tuple[float, float, float, str]
+
+
+def _line_text(pieces: list[Piece]) -> str:
+    out = ""
+    prev_x1 = None
+    for x0, x1, height, text in sorted(pieces):
+        if prev_x1 is not None and x0 - prev_x1 > WORD_GAP * height and out[-1:] != " " and text[:1] != " ":
+            out += " "
+        out += text
+        prev_x1 = x1
+    return out.strip()
+
+
+def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
+    """Split a span at the grid's column lines, placing characters by even spacing.
+
+    MuPDF sometimes puts two cells in one span (``03/25/2016     07/01/2015``
+    in the CA WARN report); most spans lie in one cell and are not cut.
+    """
+    x0, _, x1, _ = span.bbox
+    inner = xs[bisect_right(xs, x0 + SNAP) : bisect_left(xs, x1 - SNAP)]
+    if not inner or not span.text:
+        return [(span.text, x0, x1)]
+    step = (x1 - x0) / len(span.text)
+    pieces: list[tuple[str, float, float]] = []
+    for i, ch in enumerate(span.text):
+        cx0 = x0 + i * step
+        col = bisect_right(inner, cx0 + step / 2)
+        if pieces and pieces[-1][0] and bisect_right(inner, pieces[-1][1] + step / 2) == col:
+            text, start, _ = pieces[-1]
+            pieces[-1] = (text + ch, start, cx0 + step)
+        else:
+            pieces.append((ch, cx0, cx0 + step))
+    return pieces
+
+
+def fill(grid: Grid, spans: Sequence[Span]) -> Table:
+    """Build the table from ``grid`` and the page's visible text spans.
+
+    Spans go to the cell under their centre (cut at column lines first). A
+    grid row that holds several text rows without rules between them (the
+    NICS state list) is split into text rows when most of its cells have
+    exactly one text line per row.
+    """
+    by_region: dict[Region, dict[float, list[Piece]]] = {}
+    for span in spans:
+        height = span.bbox[3] - span.bbox[1]
+        cy = (span.bbox[1] + span.bbox[3]) / 2
+        for text, x0, x1 in _cut(span, grid.xs):
+            region = grid.region_at((x0 + x1) / 2, cy)
+            if region is not None:
+                by_region.setdefault(region, {}).setdefault(round(span.line_y, 1), []).append((x0, x1, height, text))
+    cell_lines: dict[Region, list[Line]] = {}
+    for region, by_line in by_region.items():
+        lines = []
+        for y, pieces in by_line.items():
+            text = _line_text(pieces)
+            if text:
+                lines.append((text, y, min(p[0] for p in pieces)))
+        cell_lines[region] = sorted(lines, key=lambda ln: (ln[1], ln[2]))
+    bands = [_row_bands(grid, r, cell_lines) for r in range(len(grid.ys) - 1)]
+    starts = [0]
+    for b in bands:
+        starts.append(starts[-1] + len(b))
+    rows = [[Cell("", covered=True) for _ in range(grid.n_cols)] for _ in range(starts[-1])]
+    for region in set(grid.regions):
+        r0, c0, r1, c1 = region
+        lines = cell_lines.get(region, [])
+        if r0 == r1 and len(bands[r0]) > 1 and _fits(lines, bands[r0]):
+            for text, y, _ in lines:
+                rows[starts[r0] + _band_of(y, bands[r0])][c0] = Cell(text, colspan=c1 - c0 + 1)
+            continue
+        rows[starts[r0]][c0] = Cell(
+            join_pieces([t for t, _, _ in lines]), rowspan=starts[r1 + 1] - starts[r0], colspan=c1 - c0 + 1
+        )
+    return Table(tuple(tuple(r) for r in rows))
+
+
+def _band_of(y: float, bands: list[float]) -> int:
+    return min(range(len(bands)), key=lambda i: abs(bands[i] - y))
+
+
+def _fits(lines: list[Line], bands: list[float]) -> bool:
+    """One text line per band: the cell follows the row's text rows."""
+    return len(lines) == len(bands) and len({_band_of(y, bands) for _, y, _ in lines}) == len(bands)
+
+
+def _row_bands(grid: Grid, r: int, cell_lines: dict[Region, list[Line]]) -> list[float]:
+    """The text-row centres of grid row ``r``; a single entry when it is one row of text."""
+    own = {reg for reg in grid.regions[r * grid.n_cols : (r + 1) * grid.n_cols] if reg[0] == reg[2] == r}
+    filled = [cell_lines[reg] for reg in own if cell_lines.get(reg)]
+    bands = _clusters([y for lines in filled for _, y, _ in lines], ROW_GAP)
+    if len(bands) < 2 or len(filled) < MIN_COLS:
+        return [grid.ys[r]]
+    fitting = sum(1 for lines in filled if _fits(lines, bands))
+    return bands if fitting >= SPLIT_SHARE * len(filled) else [grid.ys[r]]

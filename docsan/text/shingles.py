@@ -1,0 +1,91 @@
+"""Shingles for near-duplicate detection, per script: character n-grams for CJK, word n-grams elsewhere.
+
+CJK is written without spaces, so words are unknown; overlapping character
+5-grams capture short words and their order. Space-separated scripts use
+word 3-grams (a character n-gram there would mostly encode spelling).
+A mixed paragraph is cut into script segments and each is shingled its own
+way; numbers join the segment they stand in ("降低17%" stays CJK).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+from docsan.text.chardata import CJK_LETTERS
+
+# One token per maximal run of CJK letters, or per alphanumeric word;
+# punctuation and spaces are dropped. Alternatives of single character
+# classes, each with one quantifier: linear.
+_TOKEN = regex.compile(
+    rf"(?P<cjk>[{CJK_LETTERS}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{CJK_LETTERS}]]+)", flags=regex.V1
+)
+_ANY_CJK = regex.compile(rf"[{CJK_LETTERS}]")
+_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Shingled:
+    """A span's shingles, its normalised form, and whether it was long enough to have n-grams."""
+
+    shingles: frozenset[str]
+    normalized: str
+    # False when every segment is shorter than its n-gram size: such spans
+    # are compared by their normalised text, never by MinHash (otherwise
+    # they would all share a degenerate signature).
+    has_ngrams: bool
+
+    @property
+    def length(self) -> int:
+        """Letters and digits, a CJK character counting as three; spaces and punctuation not at all.
+
+        A Chinese word is one to two characters, an English one about five
+        letters: weighting CJK by three puts "the same amount of text" at
+        about the same length in both scripts, so one ``min_chars`` serves both.
+        """
+        return len(self.normalized) - self.normalized.count(" ") + 2 * len(_ANY_CJK.findall(self.normalized))
+
+
+def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
+    """Case-folded, punctuation- and space-free shingles of ``text``."""
+    text = text.casefold()
+    if _ANY_CJK.search(text) is None:
+        # Fast path, most paragraphs: one script, words only (same result as below).
+        words = _WORD.findall(text)
+        if len(words) >= word_n:
+            grams = frozenset(map(" ".join, zip(*(words[i:] for i in range(word_n)), strict=False)))
+            return Shingled(grams, " ".join(words), True)
+        joined = " ".join(words)
+        return Shingled(frozenset([joined]) if words else frozenset(), joined, False)
+    segments: list[tuple[bool, list[str]]] = []  # (is_cjk, pieces)
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        cjk = m.lastgroup == "cjk"
+        # a number belongs to the segment it stands in
+        if segments and (segments[-1][0] == cjk or tok.isdigit()):
+            segments[-1][1].append(tok)
+        else:
+            segments.append((cjk, [tok]))
+    grams: set[str] = set()
+    has_ngrams = False
+    parts = []
+    for cjk, pieces in segments:
+        if cjk:
+            s = "".join(pieces)
+            n = cjk_n
+            if len(s) >= n:
+                has_ngrams = True
+                grams.update(s[i : i + n] for i in range(len(s) - n + 1))
+            else:
+                grams.add(s)
+            parts.append(s)
+        else:
+            n = word_n
+            if len(pieces) >= n:
+                has_ngrams = True
+                grams.update(" ".join(pieces[i : i + n]) for i in range(len(pieces) - n + 1))
+            else:
+                grams.add(" ".join(pieces))
+            parts.append(" ".join(pieces))
+    return Shingled(frozenset(grams), " ".join(parts), has_ngrams)

@@ -1,0 +1,123 @@
+"""The package import graph points one way: no module imports a layer above its own.
+
+Read from the source (every ``import``, also those inside functions), not
+from ``sys.modules``, so a lazy import cannot hide an upward edge. The layers,
+bottom first (docs/pipeline.md draws them):
+
+0. ``errors``, ``model``: what everything is made of;
+1. ``text``, ``geometry``, ``render``, ``report``, ``config``: shared rules and data;
+2. ``tables``: table algorithms (on the model, the text rules, the geometry);
+3. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
+4. ``stages``: every registered pipeline stage;
+5. ``pipeline``, ``config_toml``: running and listing the stages;
+6. ``api``, ``batch`` and the ``docsan`` package itself: the library's entry points;
+7. ``runner``: guard, route, run;
+8. ``cli``: the front end, which nothing in the library imports.
+
+Units of one layer do not import each other either (``extract`` and
+``budget`` stay independent).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LAYERS: dict[str, int] = {
+    "docsan.errors": 0,
+    "docsan.model": 0,
+    "docsan.text": 1,
+    "docsan.geometry": 1,
+    "docsan.render": 1,
+    "docsan.report": 1,
+    "docsan.config": 1,
+    "docsan.tables": 2,
+    "docsan.extract": 3,
+    "docsan.budget": 3,
+    "docsan.stages": 4,
+    "docsan.pipeline": 5,
+    "docsan.config_toml": 5,
+    "docsan.api": 6,
+    "docsan.batch": 6,
+    "docsan": 6,
+    "docsan.runner": 7,
+    "cli": 8,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _unit(module: str) -> str | None:
+    """The layer unit a module belongs to: the longest prefix listed in LAYERS."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in LAYERS:
+            return prefix
+    return None
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Every docsan or cli module that ``path`` imports, relative imports resolved."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # "from docsan.x import y" may name a submodule y: count it as docsan.x.y when one exists.
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if _exists(sub) else base)
+    return {m for m in found if m.split(".")[0] in {"docsan", "cli"}}
+
+
+def _exists(module: str) -> bool:
+    path = ROOT.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _sources() -> list[tuple[Path, str]]:
+    return [(p, _module_name(p)) for top in ("docsan", "cli") for p in sorted((ROOT / top).rglob("*.py"))]
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = [name for _, name in _sources() if _unit(name) is None]
+    assert not missing, f"modules outside every layer of tests/test_layers.py (add their package): {missing}"
+
+
+def test_no_module_imports_a_higher_layer_or_a_sibling_unit() -> None:
+    bad = []
+    for path, name in _sources():
+        unit = _unit(name)
+        assert unit is not None
+        for target in sorted(_imports(path, name)):
+            other = _unit(target)
+            if other is None or other == unit:
+                continue
+            # The package's __init__ is the public facade: it re-exports its own layer's entry points.
+            sideways = LAYERS[other] == LAYERS[unit] and unit != "docsan"
+            if LAYERS[other] > LAYERS[unit] or sideways:
+                bad.append(f"{name} (layer {LAYERS[unit]}, {unit}) imports {target} (layer {LAYERS[other]}, {other})")
+    assert not bad, "upward or sideways imports:\n" + "\n".join(bad)
+
+
+def test_the_checker_sees_lazy_and_relative_imports(tmp_path) -> None:
+    # The test above is only as good as _imports: it must see an import inside a function.
+    source = tmp_path / "mod.py"
+    source.write_text("def f():\n    from docsan.runner.ask import prepare\n    import cli.main\n", encoding="utf-8")
+    assert _imports(source, "docsan.stages.mod") == {"docsan.runner.ask", "cli.main"}
+    package = tmp_path / "__init__.py"
+    package.write_text("from .neardup import NearDuplicates\nfrom ..budget import Tokenizer\n", encoding="utf-8")
+    assert _imports(package, "docsan.stages") == {"docsan.stages.neardup", "docsan.budget"}
