@@ -4,7 +4,7 @@ Read from the source (every ``import``, also those inside functions), not
 from ``sys.modules``, so a lazy import cannot hide an upward edge. The layers,
 bottom first (docs/pipeline.md draws them):
 
-0. ``errors``, ``model``: what everything is made of;
+0. ``errors``, ``model``, ``paths``: what everything is made of, and where docsan keeps its files;
 1. ``text``, ``geometry``, ``render``, ``report``, ``config``: shared rules and data;
 2. ``tables``: table algorithms (on the model, the text rules, the geometry);
 3. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: dict[str, int] = {
     "docsan.errors": 0,
     "docsan.model": 0,
+    "docsan.paths": 0,
     "docsan.text": 1,
     "docsan.geometry": 1,
     "docsan.render": 1,

@@ -19,7 +19,7 @@ from typing import Any
 
 from docsan.errors import DocsanError
 from docsan.runner.backends.base import Backend, GenerationRequest
-from docsan.runner.paths import docsan_home
+from docsan.paths import docsan_home
 from docsan.runner.tiers import Tier
 
 SCHEMA = """
