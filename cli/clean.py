@@ -93,9 +93,7 @@ def clean(
     ] = None,
     keep_control_tokens: Annotated[
         bool,
-        typer.Option(
-            "--keep-control-tokens", help="Do not escape text that spells the tokenizer's control tokens."
-        ),
+        typer.Option("--keep-control-tokens", help="Do not escape text that spells the tokenizer's control tokens."),
     ] = False,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.

@@ -28,9 +28,7 @@ def plan_cmd(
         Path | None,
         typer.Option("--model", help="Model folder (config.json, *.safetensors) (default: the tier's, else bundled)."),
     ] = None,
-    dtype: Annotated[
-        DtypeChoice | None, typer.Option("--dtype", help="Serving dtype (default: the tier's).")
-    ] = None,
+    dtype: Annotated[DtypeChoice | None, typer.Option("--dtype", help="Serving dtype (default: the tier's).")] = None,
     reserve_gib: Annotated[
         float, typer.Option("--reserve-gib", help="Activation/CUDA-context reserve subtracted before the KV cache.")
     ] = DEFAULT_RESERVE_BYTES / GIB,

@@ -248,9 +248,7 @@ def stretch_items() -> list[tuple[Row, str, str]]:
 
 
 @needs_suite
-@pytest.mark.parametrize(
-    "row, kind, item", stretch_items(), ids=[f"{r.file}:{k}:{i}" for r, k, i in stretch_items()]
-)
+@pytest.mark.parametrize("row, kind, item", stretch_items(), ids=[f"{r.file}:{k}:{i}" for r, k, i in stretch_items()])
 def test_stretch_goal(row: Row, kind: str, item: str) -> None:
     """Beyond the documented promise: reported as xfail with the reason when not met."""
     if row.is_pdf:

@@ -81,9 +81,26 @@ class ExtractConfig(BaseModel):
     tables: bool = True
     # Read at most this many pages of a PDF; the rest is a documented partial result (exit 4, a
     # stderr line saying which pages and the --pages range that reads them), never a refusal.
-    max_pages: int = Field(2000, ge=1)
+    # Pages are extracted one at a time, but the stages see the whole document (running heads
+    # and duplicates span pages): a run's memory grows ~100 bytes per character, ~120 KB per
+    # dense page (5,000 pages: 600 MB peak, docs/extraction.md). 10,000 bounds one run near
+    # 1.5 GB; --pages reads a longer document in parts.
+    max_pages: int = Field(10_000, ge=1)
     # PDF pages to read ("1-3,7,10-"; None: all), for a long document read in parts.
     pages: str | None = None
+    # A PDF page whose content streams (and the forms they draw) decode to more than this many MiB
+    # is not read: a gap of the partial result. MuPDF reads a page in one uninterruptible call whose
+    # time grows with this size (~0.2 s per MiB of operators here); the largest real page seen (the
+    # corpus and hostile files) is 1.4 MiB. docsan/extract/content_size.py measures it without
+    # inflating a bomb.
+    max_page_content_mib: float = Field(16.0, gt=0)
+    # Above this many MiB a page is read without its drawings: no ruled tables, white text judged
+    # without the boxes under it. Collecting drawings costs ~10x the text pass (a 4 MiB page of
+    # rules: 8 s and 350 MB; 64 MiB: 2.8 GB), and no table needs millions of rules.
+    page_drawings_mib: float = Field(4.0, gt=0)
+    # Text and chat files over this many MiB are refused (one line naming the limit): they are
+    # decoded, detected and cleaned in memory. 64 MiB of text is ~1,000 times a long report.
+    max_text_mib: float = Field(64.0, gt=0)
     # Text and chat files: None detects the encoding (docsan/extract/encoding.py) and refuses
     # a file it cannot tell; a codec name ("cp1252", "gb18030", "shift_jis") decodes strictly with it.
     encoding: str | None = None

@@ -13,6 +13,7 @@ from pathlib import Path
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
 from docsan.extract import sniff
+from docsan.extract.content_size import MIB
 from docsan.model import Document
 
 TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".log", ""}
@@ -37,6 +38,7 @@ def load(path: str | Path, config: ExtractConfig | None = None) -> Document:
     if p.is_dir():
         raise InputError(name, "is a directory")
     try:
+        size = p.stat().st_size
         with p.open("rb") as fh:
             head = fh.read(sniff.PDF_HEADER_WINDOW)
     except OSError as err:
@@ -50,7 +52,9 @@ def load(path: str | Path, config: ExtractConfig | None = None) -> Document:
         return load_pdf(p, config)
     if suffix == ".pdf" or suffix not in TEXT_SUFFIXES | CHAT_SUFFIXES:
         # Whatever it is named, a file that is an image, an Office file or a web page is refused as what it is.
-        what = sniff.sniff(_read(p, name) if head.startswith(b"PK") else head)
+        # A ZIP is looked into for what it holds; one too large to read is named a ZIP archive.
+        whole = head.startswith(b"PK") and size <= config.max_text_mib * MIB
+        what = sniff.sniff(_read(p, name, config) if whole else head)
         if what is not None:
             raise InputError(name, f"unsupported input: {what}; docsan reads {_WANTED}")
     if suffix == ".pdf":
@@ -58,11 +62,11 @@ def load(path: str | Path, config: ExtractConfig | None = None) -> Document:
     if suffix in CHAT_SUFFIXES:
         from docsan.extract.chat import chat_document
 
-        return chat_document(_read(p, name), name, config)
+        return chat_document(_read(p, name, config), name, config)
     if suffix in TEXT_SUFFIXES or (suffix not in _KNOWN_BINARY and _looks_like_text(head)):
         from docsan.extract.text import text_document
 
-        return text_document(_read(p, name), name, config, markdown=suffix in {".md", ".markdown"})
+        return text_document(_read(p, name, config), name, config, markdown=suffix in {".md", ".markdown"})
     raise InputError(name, f"unsupported input ({suffix or 'unknown type'}); docsan reads {_WANTED}")
 
 
@@ -78,6 +82,8 @@ def load_bytes(data: bytes, name: str, config: ExtractConfig | None = None) -> D
     what = sniff.sniff(data)
     if what is not None and what not in ("an HTML page", "an XHTML page"):
         raise InputError(name, f"unsupported input: {what}; docsan reads {_WANTED}")
+    if len(data) > config.max_text_mib * MIB:
+        raise InputError(name, _too_large(len(data), config))
     from docsan.extract.chat import chat_document, looks_like_chat
     from docsan.extract.text import text_document
 
@@ -89,11 +95,19 @@ def load_bytes(data: bytes, name: str, config: ExtractConfig | None = None) -> D
 _WANTED = "PDF, text, Markdown and chat JSON"
 
 
-def _read(p: Path, name: str) -> bytes:
+def _read(p: Path, name: str, config: ExtractConfig) -> bytes:
+    """The whole file, for the readers that decode it in memory (text, chat JSON, a ZIP to sniff)."""
     try:
+        size = p.stat().st_size
+        if size > config.max_text_mib * MIB:
+            raise InputError(name, _too_large(size, config))
         return p.read_bytes()
     except OSError as err:
         raise InputError(name, f"cannot read: {err.strerror}") from None
+
+
+def _too_large(size: int, config: ExtractConfig) -> str:
+    return f"{size / MIB:.1f} MiB of text, over the max_text_mib limit of {config.max_text_mib:g} MiB"
 
 
 # Formats users upload that docsan does not read; named so the error says so

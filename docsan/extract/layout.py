@@ -222,6 +222,8 @@ def read_page(
     page: pymupdf.Page,
     image_rects: Callable[[], list[Rect]],
     want_spans: Callable[[PageText], bool] = lambda _: True,
+    *,
+    drawings: bool = True,
 ) -> PageText:
     """Extract text boxes and rules from ``page`` in one pass.
 
@@ -229,8 +231,10 @@ def read_page(
     it sits on a picture (visible) or on the white page (hidden).
     ``want_spans`` sees the page's rules (collected first) and says whether
     to keep the visible spans for table cells; most pages need none.
+    Without ``drawings`` the vector graphics are not collected (a page whose
+    content is too large for them): no rules, and no fills under white text.
     """
-    data = page.get_text("dict", flags=TEXT_FLAGS)
+    data = page.get_text("dict", flags=TEXT_FLAGS if drawings else TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS)
     if page.rotation:
         to_display(data, page)
     out = PageText()

@@ -22,6 +22,7 @@ from pathlib import Path
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
 from docsan.extract import layout, textlayer_quality
+from docsan.extract.content_size import MIB, decoded_size
 from docsan.extract.layout import PageText, TextBox
 from docsan.extract.mupdf import pymupdf
 from docsan.geometry import Rect
@@ -102,13 +103,40 @@ def load_pdf(
             except _MUPDF_ERRORS as err:
                 gaps.append(Gap(n, f"unreadable ({_mupdf_message(err)})"))
                 continue
-            drafts.append(_extract_page(page, config, notes, gaps))
+            drawings = _content_check(doc, page, config, notes, gaps)
+            if drawings is not None:
+                drafts.append(_extract_page(page, config, notes, gaps, drawings=drawings))
     if not drafts:
-        reason = gaps[0].reason if gaps else "no pages selected"
-        raise InputError(name, f"damaged PDF: no readable pages ({reason})")
+        # Every wanted page is a gap: nothing is left to call a partial result.
+        raise InputError(name, f"no page could be read (page {gaps[0].page}: {gaps[0].reason})")
     body = layout.body_size([b for d in drafts for b in d.boxes()])
     pages_out = tuple(d.page(body) for d in drafts)
     return Document(pages=pages_out, kind=DocumentKind.PDF, name=name, notes=tuple(notes), gaps=tuple(gaps))
+
+
+def _content_check(
+    doc: pymupdf.Document, page: pymupdf.Page, config: ExtractConfig, notes: list[str], gaps: list[Gap]
+) -> bool | None:
+    """Whether to read ``page`` with its drawings (True), without them (False), or not at all (None, a gap)."""
+    number = page.number + 1
+    limit = int(config.max_page_content_mib * MIB)
+    size = decoded_size(doc, page, limit)
+    if size > limit:
+        gaps.append(
+            Gap(
+                number,
+                f"content decodes to more than {config.max_page_content_mib:g} MiB "
+                "(max_page_content_mib): page not read",
+            )
+        )
+        return None
+    if size > config.page_drawings_mib * MIB:
+        notes.append(
+            f"page {number}: {size / MIB:.2f} MiB of content, over page_drawings_mib "
+            f"({config.page_drawings_mib:g}): read without its drawings (no ruled tables)"
+        )
+        return False
+    return True
 
 
 def _mupdf_message(err: BaseException) -> str:
@@ -207,7 +235,9 @@ def _image_coverage(page: pymupdf.Page) -> float:
     return min(1.0, covered / area)
 
 
-def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str], gaps: list[Gap]) -> _Draft:
+def _extract_page(
+    page: pymupdf.Page, config: ExtractConfig, notes: list[str], gaps: list[Gap], *, drawings: bool = True
+) -> _Draft:
     number = page.number + 1
     draft = _Draft(number, page.rect.width, page.rect.height)
     found = layout.read_page(
@@ -216,6 +246,7 @@ def _extract_page(page: pymupdf.Page, config: ExtractConfig, notes: list[str], g
         # pass (it costs a second interpretation of the page).
         lambda: _image_rects(page) if page.get_images() else [],
         lambda pt: config.tables and ruled.plausible(pt.rules_h, pt.rules_v),
+        drawings=drawings,
     )
     boxes = list(found.visible)
     coverage: float | None = None

@@ -231,8 +231,10 @@ class NearDuplicates:
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         long_units = [u for u in units if u.sh.has_ngrams]
-        signatures = MinHash.bulk(
-            [[g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units],
+        # One unit's encoded shingles and MinHash at a time, kept only as its row of the matrix:
+        # holding every encoded list and MinHash object at once cost ~40 bytes per character.
+        signatures = MinHash.generator(
+            ([g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units),
             num_perm=self.num_perm,
             seed=self.seed,
             hashfunc=xxhash.xxh32_intdigest,
@@ -241,7 +243,7 @@ class NearDuplicates:
         # LSH tuned below the decision threshold: more candidates, fewer misses;
         # the exact Jaccard check removes the false ones.
         bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
-        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(signatures), self.num_perm)
+        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(long_units), self.num_perm)
         index = BandIndex(matrix, bands, rows)
         kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
         exact: dict[str, _Unit] = {}
