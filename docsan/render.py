@@ -33,7 +33,13 @@ def table_text(table: Table) -> str:
 
 
 def table_to_markdown(table: Table) -> str:
-    """GitHub-style pipe table. A pipe inside a cell is escaped so the grid stays intact."""
+    """GitHub-style pipe table. A pipe inside a cell is escaped so the grid stays intact.
+
+    A header of several rows (group names over column names) becomes one
+    header line, each column named by its header cells top to bottom
+    ("Pre-Pawn Handgun"), since a pipe table has one header row; a first row
+    that is one cell across the whole table is its title, written above it.
+    """
     rows = table.text_rows()
     if not rows:
         return ""
@@ -43,11 +49,41 @@ def table_to_markdown(table: Table) -> str:
         cells = [c.replace("\n", " ").replace("|", "\\|") for c in cells]
         return table_row_text(cells + [""] * (width - len(cells)))
 
-    head = rows[0] if table.header_rows else [""] * width
-    body = rows[1:] if table.header_rows else rows
+    title = ""
+    if table.header_rows > 1:
+        title, head = _flat_header(table)
+        body = rows[table.header_rows :]
+    else:
+        head = rows[0] if table.header_rows else [""] * width
+        body = rows[1:] if table.header_rows else rows
     out = [line(head), "|" + "|".join(["---"] * width) + "|"]
     out += [line(r) for r in body]
-    return "\n".join(out)
+    return (title + "\n\n" if title else "") + "\n".join(out)
+
+
+def _flat_header(table: Table) -> tuple[str, list[str]]:
+    """(title, one name per column) of a header of several rows; the title is "" when there is none."""
+    width = table.n_cols
+    # The text each header position shows: a spanned cell's own text at every position it covers.
+    shown = [[""] * width for _ in range(table.header_rows)]
+    for r, row in enumerate(table.rows[: table.header_rows]):
+        for c, cell in enumerate(row):
+            if cell.covered:
+                continue
+            for rr in range(r, min(r + cell.rowspan, table.header_rows)):
+                for cc in range(c, min(c + cell.colspan, width)):
+                    shown[rr][cc] = cell.text
+    first = shown[0]
+    title = first[0] if width > 1 and first[0] and all(t == first[0] for t in first) else ""
+    names = []
+    for c in range(width):
+        parts: list[str] = []
+        for r in range(1 if title else 0, table.header_rows):
+            text = shown[r][c]
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        names.append(" ".join(parts))
+    return title, names
 
 
 def table_to_html(table: Table) -> str:

@@ -9,7 +9,8 @@ neighbouring cells are often real data:
 * horizontal, value … empty … value: the empty cells between two equal values
   of one row are the trace of a lost column span; merged in any row;
 * horizontal, value value (no gap): merged only in header rows, where a
-  multi-column heading is the usual cause; a body row with two equal figures
+  multi-column heading is the usual cause, and below the first header row
+  only under one parent heading; a body row with two equal figures
   (``205,088.00 | 205,088.00``) is data;
 * values without a letter (figures, dates, dashes) are never merged;
 * vertical: never inferred. Equal values in different rows are separate
@@ -176,7 +177,10 @@ def _merge_row(
                 gap.append(j)
                 j += 1
                 continue
-            if _squash(other) != _squash(value) or (not gap and not header):
+            # Side by side, equal headings are one spanned heading only under one parent: "Domestic |
+            # Domestic" under "JTA" and "RAC" are two columns' names (JAL's traffic tables).
+            under_one = r == 0 or owner[r - 1][c] == owner[r - 1][j]
+            if _squash(other) != _squash(value) or (not gap and not (header and under_one)):
                 break
             # Absorb the gap and the repeat into the anchor.
             last = _span_end(owner, r, j)
