@@ -322,3 +322,15 @@ def test_right_to_left_pdf_keeps_its_text(tmp_path: Path) -> None:
     out = _squash(unicodedata.normalize("NFKC", result.stdout))
     for text in RTL.values():
         assert _squash(text) in out
+
+
+def test_actual_text_of_a_tagged_figure_is_kept_and_noted() -> None:
+    # pdfium's tagged_actual_text: no text-showing operator, only a figure's /ActualText.
+    path = HOSTILE / "pdfs" / "pdfium_tagged_actual_text.pdf"
+    if not path.is_file():
+        pytest.skip("shared hostile files not found")
+    result = invoke("clean", str(path), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["text"] == "Actual Text"
+    assert "page 1: kept the /ActualText of a figure (no glyphs drawn): 'Actual Text'" in payload["report"]["notes"]

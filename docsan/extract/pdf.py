@@ -260,6 +260,8 @@ def _extract_page(
             notes.append(f"page {number}: dropped {found.hidden_chars} characters of invisible text")
     if found.white_chars:
         notes.append(f"page {number}: dropped {found.white_chars} characters of white-on-white text")
+    for text in found.actual_text:
+        notes.append(f"page {number}: kept the /ActualText of a figure (no glyphs drawn): {text!r}")
     text = "\n".join(b.text for b in boxes)
     quality = textlayer_quality.assess(text)
     # A scan's own OCR layer is judged more strictly: tesseract reading the image is a fair rival.
