@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.docsan-installed
 DEMO   := fixtures/bilingual_report.pdf
 
-.PHONY: setup system-deps demo test lint bench fuzz golden clean-venv
+.PHONY: setup system-deps demo test test-fast lint bench fuzz golden clean-venv
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -40,6 +40,11 @@ test: setup
 FUZZ_EXAMPLES ?= 2000
 fuzz: setup
 	DOCSAN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DOCSAN_FUZZ_RANDOM=1 $(BIN)/pytest -q tests/test_fuzz.py
+
+# Everything but the tests marked slow (OCR, the vLLM engine, the bench harness, the OCR golden pages).
+test-fast: setup
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q -m "not slow"
 
 # After a change of output made on purpose: rewrite tests/golden/ (tests/golden_outputs.py
 # says what the cases are), then commit it with the reason; `git diff --stat tests/golden` lists what changed.

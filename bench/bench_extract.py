@@ -13,22 +13,18 @@ files (scans and broken files excluded: they measure tesseract, not us).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pymupdf
 
+from bench.common import corpus_pdfs, floor_pass
 from docsan.config import ExtractConfig
 from docsan.extract import layout
 from docsan.extract.pdf import load_pdf
 from docsan.tables import ruled
 
-# Beside the checkout, as in tests/conftest.py; DOCSAN_CORPUS overrides (a worktree elsewhere).
-CORPUS = Path(
-    os.environ.get("DOCSAN_CORPUS", Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "pdfs")
-)
 # Files without a usable text layer, or that cannot be opened: not part of a text-extraction timing.
 EXCLUDED = (
     "broken_",
@@ -56,15 +52,9 @@ TABLE_SAMPLE = (
 )
 
 
-def text_layer_files(corpus: Path = CORPUS) -> list[Path]:
-    return [p for p in sorted(corpus.glob("*.pdf")) if not p.name.startswith(EXCLUDED)]
-
-
-def _plain(path: Path) -> int:
-    with pymupdf.open(path) as doc:
-        for page in doc:
-            page.get_text()
-        return doc.page_count
+def text_layer_files(corpus: Path | None = None) -> list[Path]:
+    corpus = corpus or corpus_pdfs()
+    return [p for p in sorted(corpus.glob("*.pdf")) if not p.name.startswith(EXCLUDED)] if corpus else []
 
 
 def _dict_pass(path: Path) -> None:
@@ -84,7 +74,7 @@ def _read_pages(path: Path) -> None:
 
 
 METHODS: dict[str, Callable[[Path], object]] = {
-    "plain": _plain,
+    "plain": floor_pass,
     "dict": _dict_pass,
     "read": _read_pages,
     "no_tables": lambda p: load_pdf(p, ExtractConfig(ocr="never", tables=False)),
@@ -109,7 +99,7 @@ def _interleaved(files: list[Path]) -> dict[str, float]:
     return {name: sum(ts) for name, ts in best.items()}
 
 
-def _table_finders(corpus: Path = CORPUS) -> dict[str, float]:
+def _table_finders(corpus: Path) -> dict[str, float]:
     """PyMuPDF ``find_tables()`` vs docsan's grid detection, each on the same sample pages."""
     sample = [(corpus / name, page) for name, page in TABLE_SAMPLE if (corpus / name).exists()]
     t0 = time.perf_counter()
@@ -131,9 +121,9 @@ def _table_finders(corpus: Path = CORPUS) -> dict[str, float]:
 def run() -> dict:
     files = text_layer_files()
     if not files:
-        raise SystemExit(f"corpus not found at {CORPUS}")
+        raise SystemExit("shared corpus not found (set DOCSAN_SHARED)")
     load_pdf(files[0], ExtractConfig(ocr="never"))  # load the word list once, outside the timings
-    pages = sum(_plain(f) for f in files)
+    pages = sum(floor_pass(f) for f in files)
     t = _interleaved(files)
     return {
         "files": len(files),
@@ -150,7 +140,7 @@ def run() -> dict:
         "phase_span_processing_s": round(t["read"] - t["dict"], 3),
         "phase_quality_layout_s": round(t["no_tables"] - t["read"], 3),
         "phase_tables_s": round(t["full"] - t["no_tables"], 3),
-        "table_finder_sample": _table_finders(),
+        "table_finder_sample": _table_finders(files[0].parent),
     }
 
 

@@ -13,7 +13,6 @@ case checks that the stages stay linear on a pathological input.
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 import time
@@ -24,34 +23,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import pymupdf  # noqa: E402
-
+from bench.common import corpus_dir, floor_seconds, manifest  # noqa: E402
 from docsan.config import Config, ExtractConfig  # noqa: E402
 from docsan.extract import load  # noqa: E402
 from docsan.model import Block, Document, DocumentKind, Page, Source  # noqa: E402
 from docsan.pipeline import Pipeline  # noqa: E402
 
-CORPUS = next(
-    p / "shared" / "corpus" for p in Path(__file__).resolve().parents if (p / "shared" / "corpus" / "pdfs").is_dir()
-)
-
 
 def _text_layer_files() -> list[Path]:
-    with (CORPUS / "MANIFEST.tsv").open(encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    names = sorted({r["file"] for r in rows if r["text_layer"].startswith("yes")})
-    return [CORPUS / "pdfs" / n for n in names]
-
-
-def _get_text(files: list[Path]) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    pages = 0
-    for f in files:
-        with pymupdf.open(f) as doc:
-            for page in doc:
-                page.get_text()
-                pages += 1
-    return time.perf_counter() - t0, pages
+    corpus = corpus_dir()
+    if corpus is None:
+        raise SystemExit("shared corpus not found (set DOCSAN_SHARED)")
+    # Every file with a text layer, the partly garbage one too: normalize meets its mojibake.
+    return sorted(f.path for f in manifest(corpus) if f.text_layer.startswith("yes"))
 
 
 def _adversarial() -> Document:
@@ -75,7 +59,7 @@ def run() -> dict[str, float | int]:
     worst = pipeline.run(adversarial)
     adversarial_s = time.perf_counter() - t0
     files = _text_layer_files()
-    get_text_s, pages = _get_text(files)
+    get_text_s, pages = floor_seconds(files, repeat=1)
     extract = ExtractConfig(ocr="never")
     t0 = time.perf_counter()
     docs = [load(f, extract) for f in files]

@@ -14,7 +14,6 @@ the PDF did.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import replace
@@ -24,8 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import pymupdf  # noqa: E402
-
+from bench.common import corpus_pdfs, floor_seconds  # noqa: E402
 from docsan.config import ExtractConfig  # noqa: E402
 from docsan.extract import load  # noqa: E402
 from docsan.model import Document  # noqa: E402
@@ -46,16 +44,6 @@ LONG_PAGES = 2000
 REPEAT = 3
 
 
-def corpus_pdfs() -> Path:
-    env = os.environ.get("DOCSAN_CORPUS")
-    if env:
-        return Path(env) / "pdfs"
-    for parent in ROOT.parents:
-        if (parent / "shared" / "corpus" / "pdfs").is_dir():
-            return parent / "shared" / "corpus" / "pdfs"
-    raise SystemExit("shared corpus not found (set DOCSAN_CORPUS)")
-
-
 def _best(fn, repeat: int = REPEAT) -> float:
     times = []
     for _ in range(repeat):
@@ -63,13 +51,6 @@ def _best(fn, repeat: int = REPEAT) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
-
-
-def _plain_pymupdf(paths: list[Path]) -> None:
-    for path in paths:
-        with pymupdf.open(path) as doc:
-            for page in doc:
-                page.get_text()
 
 
 def _long_document(docs: list[Document]) -> Document:
@@ -80,12 +61,14 @@ def _long_document(docs: list[Document]) -> Document:
 
 def run() -> dict:
     folder = corpus_pdfs()
+    if folder is None:
+        raise SystemExit("shared corpus not found (set DOCSAN_SHARED)")
     paths = [folder / name for name in FILES if (folder / name).is_file()]
     docs = [load(p, ExtractConfig(ocr="never")) for p in paths]
     n_pages = sum(len(d.pages) for d in docs)
     furniture, tables = Furniture(), TableRepair()
 
-    baseline = _best(lambda: _plain_pymupdf(paths))
+    baseline, _ = floor_seconds(paths, REPEAT)
     t_furniture = _best(lambda: [furniture(d) for d in docs])
     t_tables = _best(lambda: [tables(d) for d in docs])
     long = _long_document(docs)

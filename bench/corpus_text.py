@@ -1,34 +1,25 @@
 """The shared corpus's text layer, extracted once with PyMuPDF, for the stage micro-benchmarks.
 
-Looks for ``shared/corpus/pdfs`` above the repository root (``DOCSAN_CORPUS``
-overrides it), the same rule as the tests' conftest.
+The corpus is found by :func:`bench.common.corpus_pdfs`, the tests' rule too.
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
-from pathlib import Path
 
 import pymupdf
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def corpus_pdfs() -> list[Path]:
-    env = os.environ.get("DOCSAN_CORPUS")
-    dirs = [Path(env) / "pdfs"] if env else [p / "shared" / "corpus" / "pdfs" for p in ROOT.parents]
-    for d in dirs:
-        if d.is_dir():
-            return sorted(d.glob("*.pdf"))
-    raise SystemExit("shared corpus not found (set DOCSAN_CORPUS)")
+from bench.common import corpus_pdfs
 
 
 @cache
 def paragraphs() -> tuple[str, ...]:
     """Every non-empty text block of every readable PDF, in corpus order."""
     out = []
-    for path in corpus_pdfs():
+    folder = corpus_pdfs()
+    if folder is None:
+        raise SystemExit("shared corpus not found (set DOCSAN_SHARED)")
+    for path in sorted(folder.glob("*.pdf")):
         try:
             doc = pymupdf.open(path)
             if doc.needs_pass or doc.page_count == 0:

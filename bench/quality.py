@@ -32,8 +32,9 @@ from pathlib import Path
 import regex
 
 from bench import noise, noise_pdf
-from bench.common import ROOT, CorpusFile, available_stages, count_tokens, docsan_config, seed_dir, tokenizer_name
+from bench.common import ROOT, CorpusFile, count_tokens, seed_dir, tokenizer_name
 from bench.tools_speed import QUIET_ENV, unstructured_python
+from docsan.config import DEFAULT_STAGES, Config
 
 # Clean prose for the English documents: body paragraphs of two corpus files.
 EN_SOURCES = ("dmca_copyright_office_summary_18p.pdf", "fedreg_2020-17221_15p.pdf")
@@ -170,7 +171,7 @@ def clean_docsan(src: Path) -> tuple[str, float, str]:
     import docsan
 
     t0 = time.perf_counter()
-    result = docsan.clean_file(src, docsan_config())
+    result = docsan.clean_file(src, Config())
     return result.text, time.perf_counter() - t0, "ok"
 
 
@@ -184,7 +185,7 @@ def cleaners(pdf: bool, timeout_s: float, skip: frozenset[str] = frozenset()) ->
     out: dict[str, tuple[str, Cleaner]] = {}
     if pdf:
         out["plain"] = ("PyMuPDF get_text(), no cleaning (reference)", child(here, _PLAIN))
-    out["docsan"] = (f"docsan ({', '.join(available_stages()) or 'no stages'})", clean_docsan)
+    out["docsan"] = (f"docsan ({', '.join(DEFAULT_STAGES)})", clean_docsan)
     seed_label = "PyMuPDF get_text() + incident TextSanitizer" if pdf else "incident TextSanitizer (reconstructed)"
     out["seed"] = (seed_label, child(here, _SEED))
     if pdf:
@@ -290,7 +291,7 @@ def stage_tokens(files: list[CorpusFile], *, log=print) -> dict:
     from docsan.pipeline import Pipeline
     from docsan.render import render_text
 
-    config = docsan_config()
+    config = Config()
     pipeline = Pipeline.from_config(config)
     extract = ExtractConfig(ocr="never")
     rows = []
@@ -318,7 +319,7 @@ def run(
     return {
         **run_quality(corpus, timeout_s=timeout_s, skip=skip, log=log),
         **stage_tokens(files, log=log),
-        "stages_available": available_stages(),
+        "stages_available": list(DEFAULT_STAGES),
         "tokenizer": tokenizer_name(),
     }
 

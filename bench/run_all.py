@@ -3,9 +3,8 @@
     .venv/bin/python bench/run_all.py            # the full run (default: 3 runs per tool)
     .venv/bin/python bench/run_all.py --quick    # 1 run, a few small files, the slow tools included
 
-Other engineers' ``bench/bench_<topic>.py`` modules are run if present (each
-``run()`` in its own process, with a time-out); a missing one is noted in the
-report, never an error.
+Every ``bench/bench_<topic>.py`` module's ``run()`` is a micro-benchmark, run
+in its own process with a time-out; one that fails is noted in the report.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import BENCH_VENV, ROOT, CorpusFile, available_stages, write_docsan_config
+from bench.common import BENCH_VENV, ROOT, CorpusFile
 from docsan.config import DEFAULT_STAGES
 
 PYTHON = sys.executable
@@ -114,11 +114,10 @@ class Tool:
     def argv(self, files: list[Path], workdir: Path) -> list[str]:
         if self.docsan_ocr is None:
             return [str(self.python), "-c", self.code, *map(str, files)]
-        cfg = write_docsan_config(workdir / f"{self.name}.toml")
         out = workdir / f"{self.name}-out"
         flags = ["--no-ocr"] if self.docsan_ocr == "never" else []
         report = workdir / f"{self.name}-report.json"
-        return [str(self.python), "-m", "cli", "clean", *flags, "--config", str(cfg), "-o", str(out),
+        return [str(self.python), "-m", "cli", "clean", *flags, "-o", str(out),
                 "--report", str(report), *map(str, files)]  # fmt: skip
 
     def import_argv(self) -> list[str]:
@@ -126,9 +125,9 @@ class Tool:
             # The CLI, the PDF extractor and every stage module (built the way `clean` builds them).
             code = (
                 "import cli.main, docsan.extract.pdf\n"
-                "from bench.common import docsan_config\n"
+                "from docsan.config import Config\n"
                 "from docsan.pipeline import Pipeline\n"
-                "Pipeline.from_config(docsan_config())"
+                "Pipeline.from_config(Config())"
             )
             return [str(self.python), "-c", code]
         imports = [line for line in self.code.splitlines() if line.startswith(("import ", "from "))]
@@ -450,8 +449,7 @@ def run(
         "slow_tools": [t.name for t in tools if t.slow],
         "timeout_s": timeout_s,
         "tools": [r.as_dict(floor_min) for r in results],
-        "stages": available_stages(),
-        "default_stages": list(DEFAULT_STAGES),
+        "stages": list(DEFAULT_STAGES),
         "docsan_stage_seconds": stage_s,
         "ocr": None
         if ocr is None

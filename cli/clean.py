@@ -84,7 +84,9 @@ def clean(
     strategy: Annotated[
         StrategyChoice | None,
         typer.Option(
-            "--strategy", help="With --budget: head, head-tail, or query (default: query if --query, else head)."
+            "--strategy",
+            help="With --budget: head, head-tail, or query (default: query if --query, else head); "
+            "chat histories: query (default: the turns that matter to the latest question) or recent.",
         ),
     ] = None,
     tokenizer: Annotated[

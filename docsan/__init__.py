@@ -7,15 +7,15 @@ Typical use::
     result = docsan.clean_file("report.pdf")
     print(result.text)                 # the cleaned text
     for change in result.report.changes:
-        print(change.stage, change.reason, change.text[:40])
+        print(change.code, change.kind, change.reason, change.text[:40])
 
 The library never imports the command-line front end (``cli``).
 """
 
-from docsan.api import clean_document, clean_file, clean_text
+from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.errors import ConfigError, DocsanError, InputError
-from docsan.model import BBox, Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
+from docsan.model import BBox, Block, BlockKind, Cell, ChangeKind, Document, DocumentKind, Page, Source, Table
 from docsan.pipeline import CleanResult, Pipeline
 from docsan.report import Change, Report, StageResult
 
@@ -27,6 +27,9 @@ __all__ = [
     "BlockKind",
     "Cell",
     "Change",
+    "ChangeKind",
+    "ChatCleaner",
+    "ChatResult",
     "CleanResult",
     "Config",
     "ConfigError",
@@ -41,6 +44,7 @@ __all__ = [
     "Source",
     "StageResult",
     "Table",
+    "clean_chat",
     "clean_document",
     "clean_file",
     "clean_text",

@@ -14,11 +14,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from docsan.chat.shape import render_chat, render_messages
 from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import OutputFormat, dumps, render_json, render_messages, render_text
+from docsan.render import OutputFormat, dumps, render_json, render_text
 
 # What a folder given as input expands to; other files in it are not documents docsan reads.
 INPUT_SUFFIXES = frozenset({".pdf", ".txt", ".md", ".markdown", ".json", ".text"})
@@ -74,10 +75,11 @@ def clean_inputs(sources: Iterable[Path], config: Config) -> Iterator[Outcome]:
 
 
 def render_output(result: CleanResult, fmt: OutputFormat = "text", *, table_html: bool = False) -> str:
-    """What ``docsan clean`` writes for a result: text or Markdown (a chat: messages JSON), or JSON with the report."""
+    """What ``docsan clean`` writes: text or Markdown (a chat: its request as JSON), or JSON with the report."""
     doc = result.document
     if fmt == "json":
-        return render_json(doc, result.report.to_dict())
+        messages = render_messages(doc) if doc.is_chat else None
+        return render_json(doc, result.report.to_dict(), messages=messages)
     if doc.is_chat:
-        return dumps(render_messages(doc))
+        return dumps(render_chat(doc))
     return render_text(doc, markdown=fmt == "markdown", table_html=table_html)

@@ -1,9 +1,14 @@
-"""The document model every extractor produces and every stage transforms.
+"""The document model every extractor produces and every stage transforms, and the record of an edit.
 
 A :class:`Document` is a tuple of :class:`Page` objects, a page a tuple of
 :class:`Block` objects. Everything is frozen: a stage never edits its input,
 it builds a new document (``dataclasses.replace`` keeps that cheap because
 untouched pages and blocks are shared, not copied).
+
+A :class:`Change` records one removal, rewrite or finding. It is defined
+here, below the report, because a document carries the changes its
+extraction made (hidden text it left out); :mod:`docsan.report` holds the
+vocabulary of change codes and assembles the audit.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 
 class BlockKind(StrEnum):
@@ -19,9 +25,6 @@ class BlockKind(StrEnum):
     TEXT = "text"
     HEADING = "heading"
     TABLE = "table"
-    # Running headers, footers and page numbers: kept in the model (so the
-    # report can show them) only until the furniture stage drops them.
-    FURNITURE = "furniture"
 
 
 class Source(StrEnum):
@@ -110,6 +113,10 @@ class Block:
     # Largest font size in the block, when the extractor knows it; the
     # heading heuristics and furniture detection read it.
     font_size: float | None = None
+    # In a chat message whose content is a list of parts: the index of the
+    # text part this block came from, so the cleaned text goes back into
+    # that part. None for a plain string content and for every other input.
+    part: int | None = None
 
     def with_text(self, text: str) -> Block:
         return replace(self, text=text)
@@ -156,6 +163,66 @@ class Gap:
         return f"page {self.page}: {self.reason}" if self.page is not None else self.reason
 
 
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """An OpenAI chat request as it was given, kept beside its chat document so the output has the same shape.
+
+    ``messages`` are the message objects as parsed (every key: ``name``,
+    ``tool_calls``, ``tool_call_id``, content parts...); page ``n`` of the
+    document is ``messages[n - 1]``. ``fields`` is the request object around
+    them (``model``, ``max_tokens``, ``temperature``... in their order,
+    ``messages`` included), or None when the input was a bare messages list.
+    Read-only by convention: nothing in docsan mutates these dicts.
+    """
+
+    messages: tuple[dict[str, Any], ...]
+    fields: dict[str, Any] | None = None
+
+
+class ChangeKind(StrEnum):
+    """What a change did to the text; the code (``Change.code``) says which rule did it."""
+
+    # Text was taken out; ``replacement``, when set, is what remains of it.
+    REMOVED = "removed"
+    # Text was changed into other text (mojibake repaired, lines joined, a token escaped).
+    REWRITTEN = "rewritten"
+    # Nothing was changed: something a reader should know (a table the extractor flattened).
+    FINDING = "finding"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One removal, rewrite or finding, by a stage or by the extraction.
+
+    ``code`` is machine-readable, from the vocabulary in docs/report.md
+    (``furniture.running_header``); ``kind`` says what happened to the text;
+    ``reason`` says it for a human, with the details (counts, similarity).
+    ``text`` is what was there; ``replacement`` is the new text of a rewrite,
+    or ``None`` for a removal; ``duplicate_of`` names what a removed repeat
+    duplicated, so a reader can check it was really a repeat. Build one with
+    its code's :meth:`docsan.report.ChangeCode.change`, which fills ``stage``,
+    ``code`` and ``kind`` consistently.
+    """
+
+    stage: str
+    reason: str
+    page: int
+    text: str
+    replacement: str | None = None
+    duplicate_of: str | None = None
+    code: str = field(kw_only=True)
+    kind: ChangeKind = field(kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": self.stage, "code": self.code, "kind": self.kind.value}
+        out |= {"reason": self.reason, "page": self.page, "text": self.text}
+        if self.replacement is not None:
+            out["replacement"] = self.replacement
+        if self.duplicate_of is not None:
+            out["duplicate_of"] = self.duplicate_of
+        return out
+
+
 class DocumentKind(StrEnum):
     PDF = "pdf"
     TEXT = "text"
@@ -175,6 +242,12 @@ class Document:
     notes: tuple[str, ...] = field(default=())
     # What the output lacks (see Gap); non-empty means a partial result.
     gaps: tuple[Gap, ...] = field(default=())
+    # What the extraction left out of the text, with the text (hidden and
+    # white text, a text layer replaced by OCR): the first part of the audit.
+    extraction: tuple[Change, ...] = field(default=())
+    # For a chat history: the request it came from (see ChatRequest). Left
+    # out of the hash: its message dicts are not hashable.
+    chat: ChatRequest | None = field(default=None, hash=False)
 
     def with_pages(self, pages: list[Page] | tuple[Page, ...]) -> Document:
         return replace(self, pages=tuple(pages))

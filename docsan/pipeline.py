@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from docsan.chat.guard import keep_messages
 from docsan.config import Config
 from docsan.model import Document
 from docsan.report import Report, StageReport
@@ -46,7 +47,9 @@ class Pipeline:
         doc: Document,
         on_stage: Callable[[str], None] | None = None,
     ) -> CleanResult:
-        report = Report(source=doc.name, notes=list(doc.notes), gaps=list(doc.gaps))
+        report = Report(
+            source=doc.name, notes=list(doc.notes), extraction=list(doc.extraction), gaps=list(doc.gaps)
+        )
         current = doc
         for stage in self.stages:
             if on_stage is not None:
@@ -54,6 +57,8 @@ class Pipeline:
             before = len(current.text)
             t0 = time.perf_counter()
             result = stage(current)
+            if current.is_chat:
+                result = keep_messages(stage, current, result)
             elapsed = time.perf_counter() - t0
             current = result.document
             report.stages.append(

@@ -124,20 +124,8 @@ def render_block(block: Block, *, markdown: bool = False, table_html: bool = Fal
 
 def render_text(doc: Document, *, markdown: bool = False, table_html: bool = False) -> str:
     """Blocks separated by blank lines; pages too (a page break is just a paragraph break)."""
-    parts = [
-        render_block(b, markdown=markdown, table_html=table_html)
-        for _, b in doc.blocks()
-        if b.kind is not BlockKind.FURNITURE
-    ]
+    parts = [render_block(b, markdown=markdown, table_html=table_html) for _, b in doc.blocks()]
     return "\n\n".join(p for p in parts if p.strip())
-
-
-def render_messages(doc: Document) -> list[dict[str, str]]:
-    """A chat document back to an OpenAI-style ``messages`` list."""
-    return [
-        {"role": page.role or "user", "content": "\n\n".join(b.text for b in page.blocks if b.text)}
-        for page in doc.pages
-    ]
 
 
 # A lone surrogate (from a JSON "\\ud800" escape) cannot be written as UTF-8.
@@ -156,10 +144,20 @@ def dumps(obj: Any) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
 
 
-def render_json(doc: Document, report: dict[str, Any] | None = None) -> str:
+def render_json(
+    doc: Document, report: dict[str, Any] | None = None, *, messages: list[dict[str, Any]] | None = None
+) -> str:
+    """The document as JSON: source, kind, the text (or a chat's ``messages``), and the report when given.
+
+    A chat document's messages come from the caller, in their request's shape
+    (:func:`docsan.chat.shape.render_messages`: rendering them needs the chat
+    rules, which sit above this module).
+    """
     payload: dict[str, Any] = {"source": doc.name, "kind": str(doc.kind)}
     if doc.is_chat:
-        payload["messages"] = render_messages(doc)
+        if messages is None:
+            raise ValueError("render_json: a chat document needs its messages (docsan.chat.shape.render_messages)")
+        payload["messages"] = messages
     else:
         payload["text"] = render_text(doc)
     if report is not None:

@@ -1,35 +1,68 @@
-"""The audit trail: every character a stage removes or rewrites is recorded here.
+"""The audit trail: the vocabulary of change codes, and every change of one input assembled into a report.
 
 A user checks that nothing of value was lost by reading this report
-(``docsan clean --report FILE`` writes it as JSON).
+(``docsan clean --report FILE`` writes it as JSON). docs/report.md lists
+every code with its kind and meaning; each stage (and the extraction)
+declares its codes next to the code that emits them, as :class:`ChangeCode`
+constants, so a change cannot carry a code nobody documented.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from docsan.model import Document, Gap
+import regex
+
+from docsan.model import Change, ChangeKind, Document, Gap
+
+# Every code declared so far, by its name; tests check docs/report.md against it.
+CODES: dict[str, ChangeCode] = {}
+
+# stage.rule, or stage.group.rule: lower-case words joined by underscores.
+_CODE = regex.compile(r"[a-z]+(?:_[a-z]+)*(?:\.[a-z]+(?:_[a-z]+)*){1,2}")
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
-    """One removal or rewrite made by a stage.
+class ChangeCode:
+    """One entry of the report vocabulary: ``stage.rule``, the kind of change it makes, and what it means."""
 
-    ``replacement`` is ``None`` for a removal; for a rewrite (mojibake fixed,
-    table cell merged) it holds the new text. ``duplicate_of`` names what a
-    removed repeat duplicated, so a reader can check it was really a repeat.
-    """
+    code: str
+    kind: ChangeKind
+    meaning: str
 
-    stage: str
-    reason: str
-    page: int
-    text: str
-    replacement: str | None = None
-    duplicate_of: str | None = None
+    def __post_init__(self) -> None:
+        if not _CODE.fullmatch(self.code):
+            raise ValueError(f"change code {self.code!r} is not stage.rule (lower case, underscores)")
+        if self.code in CODES and CODES[self.code] != self:
+            raise ValueError(f"change code {self.code!r} is declared twice")
+        CODES[self.code] = self
 
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+    @property
+    def stage(self) -> str:
+        """The stage that emits it (``extract`` for the extraction)."""
+        return self.code.split(".", 1)[0]
+
+    @property
+    def stat(self) -> str:
+        """The code without its stage as a statistics key (``furniture.running_header`` -> ``running_header``)."""
+        return self.code.split(".", 1)[1].replace(".", "_")
+
+    @property
+    def rule(self) -> str:
+        """The code's last part (``normalize.invisible.tag_character`` -> ``tag_character``)."""
+        return self.code.rsplit(".", 1)[1]
+
+    def change(
+        self,
+        reason: str,
+        page: int,
+        text: str,
+        replacement: str | None = None,
+        duplicate_of: str | None = None,
+    ) -> Change:
+        """A :class:`~docsan.model.Change` with this code, its kind and its stage."""
+        return Change(self.stage, reason, page, text, replacement, duplicate_of, code=self.code, kind=self.kind)
 
 
 @dataclass(slots=True)
@@ -67,11 +100,13 @@ class StageReport:
 
 @dataclass(slots=True)
 class Report:
-    """The whole audit of one input: extraction notes plus every stage's report."""
+    """The whole audit of one input: extraction notes and removals, then every stage's report."""
 
     source: str
     notes: list[str] = field(default_factory=list)
     stages: list[StageReport] = field(default_factory=list)
+    # What the extraction left out (Document.extraction).
+    extraction: list[Change] = field(default_factory=list)
     # Text docsan could not get (OCR gave up, a page without text layer and OCR off, a limit):
     # the result is partial when this is not empty.
     gaps: list[Gap] = field(default_factory=list)
@@ -82,7 +117,13 @@ class Report:
 
     @property
     def changes(self) -> list[Change]:
-        return [c for s in self.stages for c in s.changes]
+        """Every change, extraction first, then stage by stage."""
+        return [*self.extraction, *(c for s in self.stages for c in s.changes)]
+
+    def with_code(self, code: str | ChangeCode) -> list[Change]:
+        """The changes with this code, or under it (``"normalize.invisible"`` matches every invisible class)."""
+        name = code.code if isinstance(code, ChangeCode) else code
+        return [c for c in self.changes if c.code == name or c.code.startswith(name + ".")]
 
     def stage(self, name: str) -> StageReport:
         for s in self.stages:
@@ -96,5 +137,9 @@ class Report:
             "notes": list(self.notes),
             "partial": self.partial,
             "gaps": [{"page": g.page, "reason": g.reason} for g in self.gaps],
+            "extraction": [c.to_dict() for c in self.extraction],
             "stages": [s.to_dict() for s in self.stages],
         }
+
+
+__all__ = ["CODES", "Change", "ChangeCode", "ChangeKind", "Report", "StageReport", "StageResult"]

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import corpus_pdfs
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-# The shared corpus sits beside the checkout (../shared/corpus), in CI too;
-# a worktree one level deeper (wt/NAME) finds it beside its parent.
-CORPUS = next(
-    (p / "shared" / "corpus" / "pdfs" for p in ROOT.parents if (p / "shared" / "corpus" / "pdfs").is_dir()),
-    ROOT.parent / "shared" / "corpus" / "pdfs",
-)
+# Found by the one rule bench/common.py keeps (beside the checkout, or DOCSAN_SHARED);
+# the fallback only names where a skipped test looked.
+CORPUS = corpus_pdfs() or ROOT.parent / "shared" / "corpus" / "pdfs"
 
 
 @pytest.fixture(scope="session")

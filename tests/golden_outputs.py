@@ -41,22 +41,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.common import corpus_pdfs, hostile_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 FIXTURES = ROOT / "fixtures"
 
 
-def _shared(name: str) -> Path | None:
-    for parent in ROOT.parents:
-        if (parent / "shared" / name).is_dir():
-            return parent / "shared" / name
-    return None
-
-
-SHARED_CORPUS = _shared("corpus")
-CORPUS = SHARED_CORPUS / "pdfs" if SHARED_CORPUS else None
-SHARED_HOSTILE = _shared("hostile")
-HOSTILE_TEXT = SHARED_HOSTILE / "text" if SHARED_HOSTILE else None
+CORPUS = corpus_pdfs()
+_HOSTILE = hostile_dir()
+HOSTILE_TEXT = _HOSTILE / "text" if _HOSTILE else None
 
 
 class Unavailable(Exception):

@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.common import corpus_pdfs
 from docsan.config import DEFAULT_STAGES, Config, config_from_dict
 from docsan.runner.backends.base import Generation, GenerationRequest, OnText
 from docsan.runner.tiers import Tier
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_PDF = ROOT / "fixtures" / "bilingual_report.pdf"
-# 15 dense pages, ~19k prompt tokens before cleaning: a real "long document" for routing. The shared
-# corpus sits beside the checkout (../shared), or beside the worktrees' folder when run from a worktree.
-_CORPUS = [p / "shared" / "corpus" / "pdfs" for p in (ROOT.parent, ROOT.parent.parent)]
-LONG_PDF = next((c for c in _CORPUS if c.is_dir()), _CORPUS[0]) / "fedreg_2020-17221_15p.pdf"
+# 15 dense pages, ~19k prompt tokens before cleaning: a real "long document" for routing.
+LONG_PDF = (corpus_pdfs() or ROOT.parent / "shared" / "corpus" / "pdfs") / "fedreg_2020-17221_15p.pdf"
 
 
 def runner_config(tmp_path: Path, runner: dict[str, Any] | None = None) -> Config:

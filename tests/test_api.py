@@ -67,17 +67,21 @@ def test_clean_document_leaves_a_hand_built_document_as_it_was() -> None:
     assert result.document.pages[1].blocks[0].text == "费用分类"
 
 
-def test_report_entries_carry_stage_reason_page_and_text() -> None:
+def test_report_entries_carry_stage_code_kind_reason_page_and_text() -> None:
     text = "page one has a zero\u200bwidth space\x0cpage two has a bidi\u202e override"
     result = docsan.clean_text(text, CONFIG)
     by_page = {c.page: c for c in result.report.changes}
     assert by_page[1].stage == "normalize"
+    assert by_page[1].code == "normalize.invisible.zero_width_character"
+    assert by_page[1].kind == "removed"
     assert by_page[1].reason == "zero-width character: U+200B ×1"
     assert by_page[1].text == "page one has a zero\u200bwidth space"
     assert by_page[1].replacement == "page one has a zerowidth space"
     assert by_page[2].reason == "bidirectional control: U+202E ×1"
     assert by_page[2].to_dict() == {
         "stage": "normalize",
+        "code": "normalize.invisible.bidirectional_control",
+        "kind": "removed",
         "reason": "bidirectional control: U+202E ×1",
         "page": 2,
         "text": "page two has a bidi\u202e override",
@@ -91,7 +95,7 @@ def test_report_entries_carry_stage_reason_page_and_text() -> None:
 def test_a_lone_surrogate_in_a_string_is_reported_not_a_crash() -> None:
     result = docsan.clean_text("half an emoji \ud83d here", CONFIG)
     assert result.text == "half an emoji here"
-    assert [c.reason.split(":")[0] for c in result.report.changes] == ["replacement character"]
+    assert [c.code for c in result.report.changes] == ["normalize.invisible.replacement_character"]
 
 
 def test_stage_options_come_from_configuration() -> None:

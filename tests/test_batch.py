@@ -30,7 +30,7 @@ def test_one_input_gives_what_the_iterator_gives(fixtures_dir: Path) -> None:
     (batched,) = clean_inputs([source], NO_OCR)
     assert alone.result is not None and batched.result is not None
     assert render_output(alone.result) == render_output(batched.result)
-    assert json.loads(render_output(alone.result))[0]["role"] == "system"  # a chat renders as messages
+    assert json.loads(render_output(alone.result))["messages"][0]["role"] == "system"  # a chat: its request
 
 
 def test_a_bad_configuration_fails_before_any_input_is_read(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Chat-history trimming: system and latest turn kept, oldest turns first, pairs together, never silent."""
+"""Chat-history trimming: system and latest turn kept, whole turns, pairs together, never silent."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from test_budget_fit import SCRIPTS
 
 from docsan.budget.chat_trim import count_messages_default, fit_messages
 from docsan.budget.tokenizer import Tokenizer
+from docsan.chat.shape import render_messages
 from docsan.config import ExtractConfig
 from docsan.errors import ConfigError
 from docsan.extract import load
 from docsan.extract.chat import chat_document
-from docsan.render import render_messages
 from docsan.stages import build_stage
 
 
@@ -77,11 +77,13 @@ def check_rules(msgs: list[dict[str, str]], fit, count, budget: int) -> None:
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 @pytest.mark.parametrize("budget", [300, 1000])
-def test_oldest_turns_go_first(paragraphs: dict[str, list[str]], tok: Tokenizer, lang: str, budget: int) -> None:
+def test_recent_drops_the_oldest_turns_first(
+    paragraphs: dict[str, list[str]], tok: Tokenizer, lang: str, budget: int
+) -> None:
     msgs = history(paragraphs[lang])
     count = count_messages_default(tok)
     assert count(msgs) > budget
-    fit = fit_messages(msgs, budget, tok)
+    fit = fit_messages(msgs, budget, tok, strategy="recent")
     check_rules(msgs, fit, count, budget)
     # Kept messages come back exactly as given.
     assert all(m is msgs[i] for m, i in zip(fit.messages, fit.indices, strict=True))
@@ -90,7 +92,7 @@ def test_oldest_turns_go_first(paragraphs: dict[str, list[str]], tok: Tokenizer,
 def test_exact_template_count_from_the_runner(paragraphs: dict[str, list[str]], tok: Tokenizer) -> None:
     msgs = history(paragraphs["zh"])
     count = deepseek_template_count(tok)
-    fit = fit_messages(msgs, 800, tok, count_messages=count)
+    fit = fit_messages(msgs, 800, tok, count_messages=count, strategy="recent")
     check_rules(msgs, fit, count, 800)
     assert fit.tokens >= 0.5 * 800
 

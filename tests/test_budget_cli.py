@@ -66,7 +66,7 @@ def test_query_keeps_the_planted_fact(dmca_text: str, config: Path, tok: Tokeniz
     assert code == 0 and FACT in answer and tok.count(answer) <= 400
     stages = {s["stage"]: s for s in json.loads(report.read_text(encoding="utf-8"))["stages"]}
     assert list(stages) == ["special_tokens", "budget"]
-    assert any(c["reason"].startswith("dropped") for c in stages["budget"]["changes"])
+    assert any(c["code"] == "budget.dropped" and c["kind"] == "removed" for c in stages["budget"]["changes"])
 
 
 def test_markdown_output_fits(tmp_path: Path, config: Path, tok: Tokenizer) -> None:

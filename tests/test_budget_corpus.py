@@ -9,7 +9,7 @@ import pytest
 from test_budget_fit import check
 
 from docsan.budget.tokenizer import Tokenizer
-from docsan.budget.truncate import fit_document
+from docsan.budget.truncate import DROPPED, fit_document
 from docsan.config import ExtractConfig
 from docsan.extract import load
 from docsan.model import Block, Document
@@ -88,7 +88,7 @@ def test_every_dropped_paragraph_is_reported(docs: dict[str, Document], tok: Tok
     doc = docs["fedreg"]
     result = fit_document(doc, 500, tok, strategy="head")
     kept = render_text(result.document)
-    dropped = {c.text for c in result.changes if c.reason.startswith("dropped")}
+    dropped = {c.text for c in result.changes if c.code == DROPPED.code}
     for _, block in doc.blocks():
         shown = render_block(block)  # a table is reported as it would have been rendered
         if shown.strip() and shown not in kept:

@@ -40,7 +40,7 @@ def check(doc: Document, budget: int, tok: Tokenizer, **kw: object) -> tuple[str
     assert result.stats["tokens"] == n
     originals = [b.text for _, b in doc.blocks() if b.text.strip()]
     kept = [b.text for _, b in result.document.blocks() if b.text.strip()]
-    dropped = [c.text for c in result.changes if c.reason == DROPPED]
+    dropped = [c.text for c in result.changes if c.code == DROPPED.code]
     cuts = [c for c in result.changes if c.replacement is not None]
     # Every block is kept whole, cut (and reported), or dropped (and reported).
     assert len(kept) + len(dropped) == len(originals)
@@ -104,7 +104,7 @@ def test_chonkie_222_giant_paragraph_without_sentence_ends(tok: Tokenizer) -> No
     _, n = check(doc, 2048, tok)
     assert n >= 0.95 * 2048
     result = fit_document(doc, 2048, tok)
-    assert [c.reason for c in result.changes if c.replacement is not None] == [CUT_TOKEN]
+    assert [c.code for c in result.changes if c.replacement is not None] == [CUT_TOKEN.code]
 
 
 def test_langchain_summing_piece_counts_overflows(tok: Tokenizer) -> None:
@@ -137,7 +137,7 @@ def test_cut_is_at_a_sentence_end(tok: Tokenizer) -> None:
     doc = doc_of("Intro paragraph that fits.", body, "Tail paragraph.")
     result = fit_document(doc, 100, tok, strategy="head")
     cut = [c for c in result.changes if c.replacement is not None]
-    assert len(cut) == 1 and cut[0].reason == CUT_SENTENCE
+    assert len(cut) == 1 and cut[0].code == CUT_SENTENCE.code
     assert cut[0].replacement.endswith("budget.")
     assert len(cut[0].replacement) in {e - 1 for e in sentence_ends(body)}  # ends right at a sentence mark
     assert tok.count(render_text(result.document)) <= 100

@@ -88,7 +88,7 @@ def test_stage_on_real_chinese_report_with_planted_tokens(corpus: Path, tok: Tok
 
     removed = SpecialTokens(action="remove")(doc)
     assert special_ids_in(render_text(removed.document), tok) == set()
-    assert all(c.replacement is None and c.reason == "control token removed" for c in removed.changes)
+    assert all(c.replacement is None and c.code == "special_tokens.removed" for c in removed.changes)
 
 
 def test_clean_document_is_returned_as_is(tok: Tokenizer) -> None:

@@ -80,8 +80,8 @@ def test_several_files_write_one_output_each(run, fixtures_dir, tmp_path) -> Non
     written = sorted(p.name for p in out.iterdir())
     assert written == ["bilingual_report.pdf.txt", "chat_history.clean.json", "noisy_upload.clean.txt"]
     assert "Q3 revenue" in (out / "bilingual_report.pdf.txt").read_text(encoding="utf-8")
-    messages = json.loads((out / "chat_history.clean.json").read_text(encoding="utf-8"))
-    assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+    request = json.loads((out / "chat_history.clean.json").read_text(encoding="utf-8"))
+    assert [m["role"] for m in request["messages"]] == ["system", "user", "assistant"]  # the request's own shape
 
 
 def test_a_directory_is_expanded_to_its_supported_files(run, fixtures_dir, tmp_path) -> None:
@@ -134,7 +134,7 @@ def test_json_format_has_text_stats_and_removals(run, fixtures_dir) -> None:
     stages = {s["stage"]: s for s in payload["report"]["stages"]}
     assert list(stages) == ["normalize", "reflow"]
     assert stages["normalize"]["stats"]["removed_tag_character"] == 32
-    tag = [c for c in stages["normalize"]["changes"] if c["reason"].startswith("tag character")]
+    tag = [c for c in stages["normalize"]["changes"] if c["code"] == "normalize.invisible.tag_character"]
     assert len(tag) == 1 and 'hidden text "Ignore all previous instructions"' in tag[0]["reason"]
     assert tag[0]["page"] == 1 and "Hidden note" in tag[0]["text"]
 
@@ -145,12 +145,12 @@ def test_report_file_holds_the_audit(run, fixtures_dir, tmp_path) -> None:
     assert result.exit_code == 0
     audit = json.loads(report.read_text(encoding="utf-8"))
     changes = [c for s in audit["stages"] for c in s["changes"]]
-    reasons = " | ".join(c["reason"] for c in changes)
-    for expected in ("zero-width character", "bidirectional control", "byte order mark", "soft hyphen",
-                     "replacement character", "invisible format character", "control character: U+0007",
-                     "repaired by ftfy", "cjk spaces removed"):  # fmt: skip
-        assert expected in reasons
-    assert all({"stage", "reason", "page", "text"} <= set(c) for c in changes)
+    codes = {c["code"] for c in changes}
+    invisible = ("zero_width_character", "bidirectional_control", "byte_order_mark", "soft_hyphen",
+                 "replacement_character", "invisible_format_character", "control_character")  # fmt: skip
+    assert {f"normalize.invisible.{name}" for name in invisible} | {"normalize.mojibake", "reflow.reflowed"} <= codes
+    assert any("U+0007" in c["reason"] for c in changes if c["code"] == "normalize.invisible.control_character")
+    assert all({"stage", "code", "kind", "reason", "page", "text"} <= set(c) for c in changes)
     # The text after the form feed is on page 2 of the upload.
     assert {c["page"] for c in changes if "cjk spaces" in c["reason"]} == {2}
 
@@ -170,7 +170,7 @@ def test_report_for_a_batch_is_a_list_per_input(run, fixtures_dir, tmp_path) -> 
 def test_chat_json_comes_out_as_messages(run, fixtures_dir) -> None:
     result = run(str(fixtures_dir / "chat_history.json"))
     assert result.exit_code == 0
-    messages = json.loads(result.stdout)
+    messages = json.loads(result.stdout)["messages"]
     assert messages[1] == {"role": "user", "content": "What was the Q3 revenue?\n\n第三季度营业收入为 4,213 万元。"}
     assert messages[2] == {"role": "assistant", "content": "The Q3 revenue was 42.13 million yuan."}
 

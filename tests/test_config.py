@@ -7,7 +7,9 @@ from docsan.errors import ConfigError
 from docsan.stages import build_stage
 
 
-def test_defaults_are_the_documented_stage_order():
+def test_the_default_stage_order_is_the_one_docs_pipeline_md_explains():
+    pipeline_md = (Path(__file__).resolve().parent.parent / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    assert f"`{', '.join(DEFAULT_STAGES)}` (the default" in pipeline_md
     assert Config().stages == DEFAULT_STAGES
 
 

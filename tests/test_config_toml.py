@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -32,6 +33,27 @@ def test_generated_toml_reads_back_as_the_defaults(tmp_path: Path) -> None:
 
 def test_committed_example_is_current() -> None:
     assert EXAMPLE.read_text(encoding="utf-8") == default_toml(), "regenerate: docsan config > docs/docsan.example.toml"
+
+
+def _is_option(line: str) -> bool:
+    """``key = value``, or ``# key = (unset)`` / ``# key = (required)`` for options TOML cannot spell."""
+    if line.startswith("# "):
+        return bool(re.fullmatch(r"# [a-z_]+ = \((unset|required)\)", line))
+    return bool(re.match(r"[a-z_]+ = ", line))
+
+
+def test_every_option_says_why_and_sections_come_in_run_order() -> None:
+    lines = default_toml().splitlines()
+    options = [i for i, line in enumerate(lines) if _is_option(line)]
+    assert len(options) > 60
+    for i in options:
+        above = lines[i - 1]
+        assert above.startswith("# ") and not _is_option(above), f"no comment says why: {lines[i]}"
+    sections = [line.strip("[]") for line in lines if line.startswith("[")]
+    stages = [s for s in sections if s in REGISTRY]
+    assert sections[0] == "extract" and sections[-2:] == ["runner", "runner.embedded"]
+    assert stages[: len(Config().stages)] == list(Config().stages)  # the default stages, in their order
+    assert set(stages) == set(REGISTRY)
 
 
 def test_config_command_prints_it() -> None:

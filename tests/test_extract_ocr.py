@@ -92,6 +92,8 @@ def test_cpu_budget_retries_once_then_leaves_a_gap(corpus: Path) -> None:
     assert doc.text == ""
     assert any("retrying at 200 dpi" in n for n in doc.notes)
     assert [str(g) for g in doc.gaps] == ["page 1: OCR gave up after 2 s"]
+    (given_up,) = doc.extraction
+    assert given_up.code == "extract.ocr_given_up" and given_up.page == 1 and given_up.reason == "OCR gave up after 2 s"
 
 
 def test_missing_tesseract_is_a_clear_error(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,3 +111,6 @@ def test_ocr_always_replaces_a_good_text_layer(corpus: Path) -> None:
     assert page.ocr and page.blocks and all(b.source is Source.OCR for b in page.blocks)
     assert "Server" in page.text
     assert doc.notes == ("page 1: OCR forced; OCR'd (eng)",)
+    # The text layer it replaced is reported, whole.
+    (replaced,) = doc.extraction
+    assert replaced.code == "extract.text_layer_replaced" and "Server closets" in replaced.text

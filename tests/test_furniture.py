@@ -17,7 +17,7 @@ from docsan.extract import load
 from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Table
 from docsan.report import StageResult
 from docsan.stages import build_stage
-from docsan.stages.furniture import Furniture
+from docsan.stages.furniture import PAGE_NUMBER, RUNNING_FOOTER, RUNNING_HEADER, Furniture
 from docsan.text.pagenum import parse_page_number
 
 CONFIG = Config(stages=("furniture", "tables"))
@@ -51,9 +51,9 @@ def test_fedreg_header_and_gpo_slugs_removed(corpus: Path) -> None:
     assert len(_pages_containing(before, header)) >= 14
     assert _pages_containing(after, header) == set()
     # The GPO slugs are printed white on the white page: the extractor drops
-    # them as hidden text (and notes it on every page), so they never reach
+    # them as hidden text (and reports it on every page), so they never reach
     # the stage and are absent from the output either way.
-    assert sum("white-on-white" in note for note in before.notes) == len(before.pages)
+    assert sum(c.code == "extract.white_text" for c in before.extraction) == len(before.pages)
     for slug in ("jbell on DSKJLSW7X2PROD with PROPOSALS", "E:\\FR\\FM\\06AUP1.SGM"):
         assert slug not in before.text and slug not in after.text, slug
     # The page numbers 47698.. went too, and the body stayed.
@@ -61,7 +61,7 @@ def test_fedreg_header_and_gpo_slugs_removed(corpus: Path) -> None:
     assert "Lion Air" in after.text
     removed = sum(len(c.text) for c in result.changes)
     assert removed < 0.1 * len(before.text)
-    assert {c.reason for c in result.changes} <= {"running header", "running footer", "page number"}
+    assert {c.code for c in result.changes} <= {RUNNING_HEADER.code, RUNNING_FOOTER.code, PAGE_NUMBER.code}
 
 
 def test_irs_footer_and_dash_page_numbers_removed(corpus: Path) -> None:
@@ -158,7 +158,7 @@ def test_bureau_veritas_alternating_header_and_page_numbers(corpus: Path) -> Non
     assert len(_pages_with_line(before, "Pt C, Ch 1, Sec 2")) == len(before.pages)
     assert _pages_with_line(after, "Pt C, Ch 1, Sec 2") == set()
     assert _pages_with_line(after, "Bureau Veritas") == set()
-    numbers = {c.page for c in result.changes if c.reason == "page number"}
+    numbers = {c.page for c in result.changes if c.code == PAGE_NUMBER.code}
     assert {n % 2 for n in numbers} == {0, 1}
     assert len(numbers) == len(before.pages)
 
@@ -166,7 +166,7 @@ def test_bureau_veritas_alternating_header_and_page_numbers(corpus: Path) -> Non
 def test_cancer_council_alternating_footers_with_tab(corpus: Path) -> None:
     _, result = _run(corpus / "cancer_council_breast_cancer_guide_76p.pdf")
     after = result.document
-    footer_pages = {c.page for c in result.changes if c.reason == "running footer"}
+    footer_pages = {c.page for c in result.changes if c.code == RUNNING_FOOTER.code}
     # Even pages carry "NN <TAB> Cancer Council", odd pages "<Section> <TAB> NN".
     assert sum(1 for n in footer_pages if n % 2 == 0) >= 30
     assert sum(1 for n in footer_pages if n % 2 == 1) >= 15
@@ -365,5 +365,5 @@ def test_chapter_heads_change_per_chapter_and_roman_front_matter() -> None:
     after = result.document
     assert all(len(p.blocks) == 1 and p.blocks[0].text == bodies[p.number - 1] for p in after.pages)
     assert result.stats["page_numbers"] == 14
-    reasons = {(c.page, c.reason) for c in result.changes}
-    assert (7, "running header") in reasons and (11, "running header") in reasons
+    codes = {(c.page, c.code) for c in result.changes}
+    assert (7, RUNNING_HEADER.code) in codes and (11, RUNNING_HEADER.code) in codes

@@ -55,7 +55,7 @@ def test_fake_bold_heading_in_a_wide_font_is_collapsed(tmp_path: Path) -> None:
     result = Repeats()(doc)
     assert result.document.text.count(HEADING) == 1
     assert PARAS[0].split()[0] in result.document.text
-    assert any(c.reason.startswith("repeated 4x: line") for c in result.changes)
+    assert any(c.code == "repeats.fake_bold" and c.reason.startswith("repeated 4x") for c in result.changes)
 
 
 @pytest.mark.parametrize("font_em", [0.5, 1.0])

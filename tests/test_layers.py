@@ -7,6 +7,7 @@ bottom first (docs/pipeline.md draws them):
 0. ``errors``, ``model``, ``paths``: what everything is made of, and where docsan keeps its files;
 1. ``text``, ``geometry``, ``render``, ``report``, ``config``: shared rules and data;
 2. ``tables``: table algorithms (on the model, the text rules, the geometry);
+   ``chat``: a chat message's text and shape, turns, the guard against emptied messages;
 3. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
 4. ``stages``: every registered pipeline stage;
 5. ``pipeline``, ``config_toml``: running and listing the stages;
@@ -35,6 +36,7 @@ LAYERS: dict[str, int] = {
     "docsan.report": 1,
     "docsan.config": 1,
     "docsan.tables": 2,
+    "docsan.chat": 2,
     "docsan.extract": 3,
     "docsan.budget": 3,
     "docsan.stages": 4,

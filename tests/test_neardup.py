@@ -48,6 +48,7 @@ def test_later_near_duplicate_removed_first_kept() -> None:
     (change,) = result.changes
     assert change.text == PARA_EN_EDITED
     assert change.duplicate_of == PARA_EN[:199] + "…"
+    assert change.code == "neardup.paragraph" and change.kind == "removed"
     assert change.reason.startswith("paragraph near-duplicate (Jaccard 0.")
     assert "of page 1" in change.reason
 
@@ -55,6 +56,7 @@ def test_later_near_duplicate_removed_first_kept() -> None:
 def test_exact_duplicate_named_as_such() -> None:
     result = STAGE(_doc(PARA_ZH, "中间的一段不同的文字，讲的是别的事情，长度也够长了。", PARA_ZH + "  "))
     assert len(_texts(result.document)) == 2
+    assert result.changes[0].code == "neardup.paragraph"
     assert result.changes[0].reason == "paragraph exact duplicate of page 1"
 
 
@@ -130,7 +132,7 @@ def test_chat_repeated_paste_removed_after_first() -> None:
     assert pages[1].text == doc.pages[1].text  # first occurrence intact
     assert pages[3].text == "Now list the decisions only."  # only the new question remains
     assert len(result.changes) == 3
-    assert all("of message 2" in c.reason for c in result.changes)
+    assert all(c.code == "neardup.paragraph" and "of message 2" in c.reason for c in result.changes)
 
 
 def test_chat_resent_message_removed_whole() -> None:
@@ -145,7 +147,7 @@ def test_chat_resent_message_removed_whole() -> None:
     result = STAGE(doc)
     assert result.document.pages[2].blocks == ()
     (change,) = result.changes
-    assert change.reason.startswith("message near-duplicate") or change.reason.startswith("message exact")
+    assert change.code == "neardup.message"
     assert "of message 1" in change.reason
 
 

@@ -83,10 +83,10 @@ def test_lines_of_a_narrow_block_are_kept() -> None:
     assert reflowed(address) == [address]
 
 
-def test_tables_and_furniture_are_never_touched() -> None:
+def test_tables_are_never_touched() -> None:
     table = Table.from_strings([["费用 分 类", "金额"], ["a long cell that\nwraps", "1"]])
     block = Block("费用 分 类 金额\na long cell that\nwraps 1", kind=BlockKind.TABLE, table=table)
-    doc = Document(pages=(Page(1, (block, Block(WRAPPED, kind=BlockKind.FURNITURE))),), kind=DocumentKind.PDF)
+    doc = Document(pages=(Page(1, (block,)),), kind=DocumentKind.PDF)
     result = docsan.clean_document(doc, REFLOW)
     assert result.document == doc
     assert result.report.changes == []
@@ -148,7 +148,7 @@ def test_ocr_spaces_between_cjk_characters_are_removed() -> None:
     result = docsan.clean_text("费用 分 类 ， 说明", BOTH)
     assert result.text == "费用分类，说明"
     [change] = result.report.changes
-    assert change.stage == "reflow" and "cjk spaces removed 4" in change.reason
+    assert change.code == "reflow.reflowed" and "cjk spaces removed 4" in change.reason
     assert change.text == "费用 分 类 ， 说明" and change.replacement == "费用分类，说明"
 
 

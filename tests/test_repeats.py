@@ -158,6 +158,7 @@ def test_overprinted_blocks_dropped() -> None:
     elsewhere = Block("年度报告", bbox=BBox(10, 400, 90, 420), font_size=20.0)
     result = STAGE(Document(pages=(Page(1, (a, b, elsewhere)),)))
     assert [x.text for x in result.document.pages[0].blocks] == ["年度报告", "年度报告"]
+    assert result.changes[0].code == "repeats.overprinted_block"
     assert result.changes[0].reason == "overprinted block (drawn 2x)"
 
 
@@ -171,7 +172,7 @@ def test_tables_are_exempt() -> None:
 def test_change_reports_span_and_replacement() -> None:
     result = STAGE(_doc("前言 项目经验项目经验项目经验 结束"))
     (change,) = result.changes
-    assert change.stage == "repeats"
+    assert change.stage == "repeats" and change.code == "repeats.phrase" and change.kind == "removed"
     assert change.reason == "repeated 3x: phrase"
     assert change.text == "项目经验项目经验项目经验"
     assert change.replacement == "项目经验"
@@ -258,7 +259,7 @@ def test_fakebold_cover_collapsed(fakebold) -> None:
         assert after.count(s) == 1, s
     assert "股票代码：300218" in after
     assert "披露日期：2012 年3 月27 日" in after
-    assert all(c.reason.startswith("repeated 4x: line") for c in result.changes)
+    assert all(c.code == "repeats.fake_bold" and c.reason.startswith("repeated 4x") for c in result.changes)
 
 
 def test_resume_token_run(corpus) -> None:
@@ -285,4 +286,4 @@ def test_table_data_in_corpus_not_taken_for_fake_bold(corpus, name: str) -> None
     """Repeated values in tables extracted as text are data: no line collapse there."""
     doc = load(corpus / name, ExtractConfig(ocr="never", tables=False))
     result = STAGE(doc)
-    assert not [c for c in result.changes if c.reason.endswith("line")]
+    assert not [c for c in result.changes if c.code in {"repeats.fake_bold", "repeats.line"}]

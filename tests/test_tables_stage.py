@@ -22,7 +22,7 @@ from docsan.stages.table_repair import TableRepair
 from docsan.tables.pipes import parse_pipe_table
 from docsan.tables.repair import repair_grid
 
-# The stages that exist on this branch; normalize/repeats/reflow/neardup come from other branches.
+# The two structural stages, in their default order: what these tests are about.
 CONFIG = Config(stages=("furniture", "tables"))
 RATING = "偿还债务的能力很强，受不利经济环境的影响不大，违约风险很低"
 
@@ -52,7 +52,7 @@ def test_incident_address_row_becomes_one_cell() -> None:
     assert table.text_rows() == [["地址"]]
     assert result.text.count("地址") == 1
     changes = result.report.stage("tables").changes
-    merged = [c for c in changes if c.reason == "spanned cell merged"]
+    merged = [c for c in changes if c.code == "tables.span_merged"]
     assert merged and merged[0].text == "| 地址 |  |  |  |  | 地址 |"
     assert merged[0].replacement == "| 地址 |"
     stats = result.report.stage("tables").stats
@@ -79,7 +79,7 @@ def test_all_empty_rows_and_columns_dropped_header_kept() -> None:
     assert fixed.header_rows == 1
     assert {len(r) for r in fixed.rows} == {2}
     assert result.stats["rows_dropped"] == 2 and result.stats["cols_dropped"] == 1
-    dropped = [c for c in result.changes if c.reason == "empty table row"]
+    dropped = [c for c in result.changes if c.code == "tables.empty_row"]
     assert len(dropped) == 2 and all(c.replacement is None for c in dropped)
 
 
@@ -238,8 +238,8 @@ def test_one_cell_per_line_table_is_reported_not_rewritten(corpus: Path) -> None
     doc = load(corpus / "zh_lab_report_table_1p.pdf", ExtractConfig(ocr="never"))
     result = TableRepair()(doc)
     assert result.stats["cell_per_line_tables"] >= 1
-    findings = [c for c in result.changes if c.reason.startswith("table emitted one cell per line")]
-    assert findings and all(c.replacement == c.text for c in findings)
+    findings = [c for c in result.changes if c.code == "tables.cell_per_line"]
+    assert findings and all(c.kind == "finding" and c.replacement is None for c in findings)
     assert any("白细胞计数(WBC)" in c.text for c in findings)
     assert result.document == doc
 

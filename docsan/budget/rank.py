@@ -1,11 +1,18 @@
 """BM25 relevance of paragraphs to a question, for Chinese and English alike.
 
-Terms: lowercased words for scripts that separate words by spaces (Latin,
-Cyrillic, Greek, Arabic...) and overlapping character bigrams for scripts
-that do not (Han, kana, Hangul), plus single characters for one-character
-runs. Bigrams are the classic choice for CJK retrieval (Lucene's CJKAnalyzer):
-they need no dictionary, and a query word like 营业收入 matches the same
-bigrams wherever it appears.
+Terms: Snowball-stemmed (PyStemmer), lowercased words for scripts that
+separate words by spaces, so ``comments`` and ``comment``, ``delayed`` and
+``delay`` meet; overlapping character bigrams for scripts that do not (Han,
+kana, Hangul), plus single characters for one-character runs. Bigrams are the
+classic dictionary-free choice for CJK retrieval (Lucene's CJKAnalyzer): a
+query word like 营业收入 matches the same bigrams wherever it appears.
+Both choices were measured (bench/bench_rank.py, reported in
+docs/benchmarks.md): stemming kept the asked fact in 100 % of generated
+English histories at tight budgets where plain words kept 85-90 %; a Chinese
+word segmenter (rjieba) changed nothing measurable and was not adopted.
+The Snowball English stemmer leaves words of other scripts as they are, and
+stems other Latin-script languages a little too eagerly but the same way in
+the question and the paragraphs, which is what matching needs.
 
 Why not the served tokenizer's own token ids: BPE tokens depend on context
 (" revenue" and "revenue" are different ids, and a Chinese phrase is merged
@@ -19,6 +26,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from functools import cache, lru_cache
+from typing import Any
 
 import regex
 
@@ -26,33 +35,69 @@ from docsan.text.chardata import CJK_LETTERS
 
 # Either a run of CJK letters, or a run of word characters that are not
 # CJK and not "_". Two single character classes: linear time.
-_TERM = regex.compile(rf"[{CJK_LETTERS}]+|[^\W_{CJK_LETTERS}]+")
-_CJK_RUN = regex.compile(rf"[{CJK_LETTERS}]+")
+_TERM = regex.compile(rf"([{CJK_LETTERS}]+)|([^\W_{CJK_LETTERS}]+)")
 
 # The usual BM25 constants (Robertson & Zaragoza): k1 saturates repeated
 # terms, b normalises for paragraph length.
 K1 = 1.5
 B = 0.75
+# Stems are remembered per word: a request's paragraphs repeat their words,
+# and a dict lookup is ten times cheaper than a call into the stemmer. Bounded
+# so a server's memory does not grow with every word it has seen.
+_STEM_CACHE_MAX = 200_000
+
+
+@cache
+def _stemmer() -> Any:
+    import Stemmer  # PyStemmer: the Snowball stemmers in C
+
+    return Stemmer.Stemmer("english")
+
+
+_stems: dict[str, str] = {}
+
+
+def _stem(word: str) -> str:
+    """The Snowball stem of ``word`` casefolded."""
+    stem = _stems.get(word)
+    if stem is None:
+        if len(_stems) >= _STEM_CACHE_MAX:
+            _stems.clear()
+        stem = _stems[word] = _stemmer().stemWord(word.casefold())
+    return stem
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+# CJK terms: overlapping bigrams. A segmenter (rjieba) was measured and kept
+# no asked fact more on the corpus or the generated histories, for 0.25 s
+# more start-up per process (bench/bench_rank.py); bigrams need no dictionary.
+_cjk_terms = _bigrams
 
 
 def terms(text: str) -> list[str]:
-    """The index terms of ``text``: lowercased words, CJK character bigrams."""
+    """The index terms of ``text``: stemmed lowercased words, CJK character bigrams."""
     out: list[str] = []
-    for match in _TERM.finditer(text):
-        run = match.group()
-        if _CJK_RUN.fullmatch(run):
-            if len(run) == 1:
-                out.append(run)
-            else:
-                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    for cjk, word in _TERM.findall(text):
+        if cjk:
+            out.extend(_cjk_terms(cjk))
         else:
-            out.append(run.casefold())
+            out.append(_stem(word))
     return out
+
+
+# Term counts per text, kept across calls: a chat client re-sends its whole
+# history with every turn, so most paragraphs were ranked for the request before.
+@lru_cache(maxsize=16384)
+def _term_counts(text: str) -> Counter[str]:
+    return Counter(terms(text))
 
 
 def bm25_scores(query: str, texts: Sequence[str], *, k1: float = K1, b: float = B) -> list[float]:
     """Okapi BM25 score of each text for ``query`` (0.0 when no query term occurs)."""
-    docs = [Counter(terms(t)) for t in texts]
+    docs = [_term_counts(t) for t in texts]
     q_terms = set(terms(query))
     if not docs or not q_terms:
         return [0.0] * len(docs)

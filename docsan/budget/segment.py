@@ -48,12 +48,10 @@ class Unit:
 
 
 def rendered_pieces(doc: Document, *, markdown: bool = False, table_html: bool = False) -> list[Piece]:
-    """Every block exactly as :func:`docsan.render.render_text` emits it (furniture and blanks skipped)."""
+    """Every block exactly as :func:`docsan.render.render_text` emits it (blank ones skipped)."""
     out = []
     for pi, page in enumerate(doc.pages):
         for bi, block in enumerate(page.blocks):
-            if block.kind is BlockKind.FURNITURE:
-                continue
             text = render_block(block, markdown=markdown, table_html=table_html)
             if text.strip():
                 out.append(Piece(pi, bi, page.number, text, block.kind))

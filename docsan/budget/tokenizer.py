@@ -95,10 +95,9 @@ class Tokenizer:
     as the engine would encode it; the special_tokens stage escapes such text.
     """
 
-    def __init__(self, backend: tokenizers.Tokenizer, name: str, chat_template: str | None = None) -> None:
+    def __init__(self, backend: tokenizers.Tokenizer, name: str) -> None:
         self.backend = backend
         self.name = name
-        self.chat_template = chat_template
         added = backend.get_added_tokens_decoder()
         # Every added token, special or not: vLLM turns any of them in user
         # text into the control token, so all of them need guarding.
@@ -130,7 +129,6 @@ class Tokenizer:
         # Exact counts need the raw text: no truncation or padding configured in the file.
         backend.no_truncation()
         backend.no_padding()
-        chat_template = None
         config_file = file.with_name("tokenizer_config.json")
         if config_file.is_file():
             try:
@@ -141,9 +139,7 @@ class Tokenizer:
             missing = [t for t in _config_special_tokens(config) if t not in known]
             if missing:
                 backend.add_special_tokens([tokenizers.AddedToken(t, special=True) for t in dict.fromkeys(missing)])
-            template = config.get("chat_template")
-            chat_template = template if isinstance(template, str) else None
-        return cls(backend, name, chat_template)
+        return cls(backend, name)
 
     def encode(self, text: str) -> list[int]:
         return self.backend.encode(text, add_special_tokens=False).ids

@@ -34,13 +34,12 @@ from docsan.budget.segment import Piece, Unit, rendered_pieces, sentence_ends, u
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy
 from docsan.errors import ConfigError
-from docsan.model import BlockKind, Document
+from docsan.model import ChangeKind, Document
 from docsan.render import render_text
-from docsan.report import Change, StageResult
+from docsan.report import Change, ChangeCode, StageResult
 
 Keep = Literal["head", "tail"]
 
-STAGE = "budget"
 JOINER = "\n\n"  # what render_text puts between blocks
 # head-tail gives the beginning two thirds of the budget: titles, summaries
 # and definitions come first in reports and contracts; the last third keeps
@@ -55,9 +54,20 @@ HEAD_SHARE = 2 / 3
 TOKEN_CUT_MIN_SHARE = 0.05
 TOKEN_CUT_MIN = 8
 
-DROPPED = "dropped: over budget"
-CUT_SENTENCE = "cut at sentence end: over budget"
-CUT_TOKEN = "cut at token boundary: no sentence end fits"
+DROPPED = ChangeCode("budget.dropped", ChangeKind.REMOVED, "a block left out to fit the token budget")
+CUT_SENTENCE = ChangeCode(
+    "budget.cut_sentence", ChangeKind.REMOVED, "a block cut at a sentence end to fit the budget (replacement: kept)"
+)
+CUT_TOKEN = ChangeCode(
+    "budget.cut_token",
+    ChangeKind.REMOVED,
+    "a block cut at a token boundary where no sentence end fits (replacement: kept)",
+)
+_REASONS = {
+    DROPPED: "dropped: over budget",
+    CUT_SENTENCE: "cut at sentence end: over budget",
+    CUT_TOKEN: "cut at token boundary: no sentence end fits",
+}
 
 
 @dataclass(slots=True)
@@ -68,7 +78,8 @@ class _Taken:
     cost: int
     keep: Keep
     body: str | None = None
-    reason: str = ""
+    # How the body was cut (CUT_SENTENCE or CUT_TOKEN); None when kept whole.
+    cut: ChangeCode | None = None
 
     @property
     def pieces(self) -> tuple[Piece, ...]:
@@ -216,7 +227,12 @@ def _first_fitting(positions: list[int], fits: Callable[[int], bool]) -> int | N
 
 
 def resolve_strategy(strategy: BudgetStrategy | None, query: str | None) -> BudgetStrategy:
-    """``query`` when a question is given, else ``head``; a query strategy without a question is an error."""
+    """``query`` when a question is given, else ``head``; a query strategy without a question is an error.
+
+    ``recent`` is a chat history's strategy (docsan.budget.chat_trim): a document refuses it.
+    """
+    if strategy == "recent":
+        raise ConfigError("budget: strategy 'recent' is for chat histories; a document takes head, head-tail or query")
     if strategy is None:
         return "query" if query and query.strip() else "head"
     if strategy == "query" and not (query and query.strip()):
@@ -240,7 +256,7 @@ def fit_document(
     ``markdown``/``table_html`` must match how the result will be rendered
     (:func:`docsan.render.render_text`); the count is taken on that text
     followed by ``suffix`` (the CLI's final newline, when it writes one).
-    ``stats`` holds ``tokens`` (exact count of the result), ``budget``,
+    ``stats`` holds ``tokens`` (exact count of the result), ``tokens_in``, ``budget``,
     ``fill`` (tokens / budget) and ``units_total/kept/dropped/cut``.
     """
     if budget < 1:
@@ -249,7 +265,8 @@ def fit_document(
     pieces = rendered_pieces(doc, markdown=markdown, table_html=table_html)
     all_units = units(pieces)
     costs = tokenizer.count_batch([u.text + JOINER for u in all_units])
-    stats: dict[str, int | float] = {"budget": budget, "units_total": len(all_units)}
+    # tokens_in: the input's count, exact when it fits, else the sum of its units' counts (each with its join).
+    stats: dict[str, int | float] = {"budget": budget, "units_total": len(all_units), "tokens_in": sum(costs)}
 
     def render(d: Document) -> str:
         return render_text(d, markdown=markdown, table_html=table_html) + suffix
@@ -258,7 +275,14 @@ def fit_document(
     if sum(costs) <= budget * 1.05 + 16:
         total = tokenizer.count(render(doc))
         if total <= budget:
-            stats.update(tokens=total, units_kept=len(all_units), units_dropped=0, units_cut=0, fill=total / budget)
+            stats.update(
+                tokens_in=total,
+                tokens=total,
+                units_kept=len(all_units),
+                units_dropped=0,
+                units_cut=0,
+                fill=total / budget,
+            )
             return StageResult(doc, [], stats)
 
     fitter = _Fitter(tokenizer, budget, max(TOKEN_CUT_MIN, int(budget * TOKEN_CUT_MIN_SHARE)))
@@ -323,7 +347,7 @@ def _fill_slack(
 
 
 def _build(doc: Document, taken: list[_Taken]) -> Document:
-    """The document with only the taken blocks (cut bodies replaced); furniture and blank blocks stay."""
+    """The document with only the taken blocks (cut bodies replaced); blank blocks stay."""
     kept: dict[tuple[int, int], str | None] = {}
     for t in taken:
         for p in t.pieces:
@@ -336,7 +360,7 @@ def _build(doc: Document, taken: list[_Taken]) -> Document:
             if key in kept:
                 text = kept[key]
                 blocks.append(block if text is None else block.with_text(text))
-            elif block.kind is BlockKind.FURNITURE or not block.text.strip():
+            elif not block.text.strip():
                 blocks.append(block)  # never rendered, so never counted: left for later stages
         pages.append(page.with_blocks(blocks))
     return replace(doc, pages=tuple(pages))
@@ -354,9 +378,10 @@ def _changes(all_units: list[Unit], taken: list[_Taken]) -> list[Change]:
         changes.extend(_dropped(p) for p in unit.pieces if p not in t.pieces)
         if t.body is not None:
             p = unit.body
-            changes.append(Change(STAGE, t.reason, p.page_number, p.text, replacement=t.body))
+            assert t.cut is not None
+            changes.append(t.cut.change(_REASONS[t.cut], p.page_number, p.text, replacement=t.body))
     return changes
 
 
 def _dropped(piece: Piece) -> Change:
-    return Change(STAGE, DROPPED, piece.page_number, piece.text)
+    return DROPPED.change(_REASONS[DROPPED], piece.page_number, piece.text)

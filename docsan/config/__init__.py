@@ -33,8 +33,9 @@ from docsan.errors import ConfigError
 OcrMode = Literal["auto", "always", "never"]
 # How the tables stage lays out a spanned cell (docsan.stages.table_repair explains each).
 TablePolicy = Literal["once", "fill", "html"]
-# Which paragraphs a token budget keeps (docsan.budget.truncate explains each).
-BudgetStrategy = Literal["head", "head-tail", "query"]
+# Which paragraphs a token budget keeps (docsan.budget.truncate explains each); for a chat
+# history, "query" (its default) or "recent" say which older turns stay (docsan.budget.chat_trim).
+BudgetStrategy = Literal["head", "head-tail", "query", "recent"]
 
 # The order matters: control characters go first so every later comparison
 # sees clean text; furniture is found on the extractor's own lines, before
@@ -121,6 +122,7 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Stage names in run order (docs/pipeline.md gives the reasons for the default order).
     stages: tuple[str, ...] = DEFAULT_STAGES
     extract: ExtractConfig = ExtractConfig()
     # Per-stage options, keyed by stage name; validated by the stage.

@@ -35,6 +35,7 @@ class RunnerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # embedded runs anywhere (CPU, the bundled SmolLM2); inprocess needs a GPU; remote, a vllm serve endpoint per tier.
     backend: BackendName = "embedded"
     # The seed's gateway limit: prompt + max_tokens above this is refused whatever the tiers say.
     hard_limit: int = Field(32768, gt=0)
@@ -43,8 +44,9 @@ class RunnerConfig(BaseModel):
     budget_tokens: int | None = Field(None, gt=0)
     # The deferred queue's SQLite file; None: $DOCSAN_HOME/queue.sqlite3.
     queue_path: Path | None = None
-    # Remote backend: seconds to wait for a connection / between streamed bytes.
+    # Remote backend: seconds to wait for a connection.
     connect_timeout_s: float = Field(10.0, gt=0)
+    # Remote backend: seconds to wait between streamed bytes.
     read_timeout_s: float = Field(120.0, gt=0)
     # Overrides and additions to the built-in tiers, validated by docsan.runner.tiers.build_tiers.
     tiers: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -1,17 +1,37 @@
-"""Chat histories: an OpenAI-style ``messages`` list, one page per message."""
+"""Chat histories: an OpenAI chat request (or its bare ``messages`` list) to a document, one page per message.
+
+The request itself travels with the document (:class:`~docsan.model.ChatRequest`),
+so the cleaned text goes back into exactly the shape it came in
+(:func:`docsan.chat.shape.render_chat`). What is text, and so cleaned:
+
+- ``content`` when it is a string;
+- the ``text`` of each ``{"type": "text"}`` part when ``content`` is a list of parts.
+
+Everything else passes through untouched, by decision:
+
+- other content parts (``image_url``, ``input_audio``, ``file``...): not text;
+- ``tool_calls`` with their ``function.arguments``: a JSON document the model
+  wrote for a program in an earlier turn; cleaning it would change the call
+  that was made (and could break its JSON). What a tool brings into the
+  prompt from outside is its result, a ``tool`` message, whose content is
+  cleaned like any other;
+- ``name``, ``tool_call_id`` and any other key: identifiers and settings;
+- the request fields around the messages (``model``, ``max_tokens``,
+  ``tools``, ``response_format``...): the client's own configuration.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from docsan.chat.shape import TEXT_PART, message_page
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
 from docsan.extract.encoding import decode
-from docsan.model import Document, DocumentKind, Page, Source
-from docsan.text.paragraphs import paragraphs_to_blocks
+from docsan.model import ChatRequest, Document, DocumentKind
 
-ROLES = {"system", "user", "assistant", "tool", "developer"}
+ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
 
 
 def looks_like_chat(data: bytes) -> bool:
@@ -33,42 +53,47 @@ def _messages(obj: Any) -> list[Any]:
     return obj
 
 
-def _content_text(content: Any, name: str, index: int) -> str:
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    # The OpenAI "content parts" form: keep the text parts, say what else was there.
+def _check_message(msg: Any, name: str, index: int) -> dict[str, Any]:
+    if not isinstance(msg, dict) or "role" not in msg:
+        raise InputError(name, f"message {index}: expected an object with 'role' and 'content'")
+    role = msg["role"]
+    if role not in ROLES:
+        raise InputError(name, f"message {index}: unknown role {role!r}")
+    content = msg.get("content")
     if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
-                texts.append(str(part.get("text", "")))
-            else:
-                raise InputError(name, f"message {index}: only text content is supported")
-        return "\n\n".join(texts)
-    raise InputError(name, f"message {index}: content must be a string")
+        for k, part in enumerate(content, start=1):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise InputError(name, f"message {index}: content part {k} is not an object with a 'type'")
+            if part["type"] == TEXT_PART and not isinstance(part.get("text"), str):
+                raise InputError(name, f"message {index}: text part {k} has no string 'text'")
+    elif content is not None and not isinstance(content, str):
+        raise InputError(name, f"message {index}: content must be a string, a list of parts, or null")
+    return msg
 
 
-def chat_document(data: bytes, name: str, config: ExtractConfig | None = None) -> Document:
-    decoded = decode(data, name, (config or ExtractConfig()).encoding)
-    try:
-        obj = json.loads(decoded.text)
-    except ValueError as err:
-        raise InputError(name, f"invalid JSON: {err}") from None
+def chat_request(obj: Any, name: str) -> ChatRequest:
+    """Validate a parsed request (``{"messages": [...], ...}``) or a bare messages list."""
     try:
         messages = _messages(obj)
     except InputError:
         raise InputError(name, "JSON is not a chat history (expected a list of {role, content})") from None
     if not messages:
         raise InputError(name, "chat history has no messages")
-    pages = []
-    for i, msg in enumerate(messages, start=1):
-        if not isinstance(msg, dict) or "role" not in msg:
-            raise InputError(name, f"message {i}: expected an object with 'role' and 'content'")
-        role = str(msg["role"])
-        if role not in ROLES:
-            raise InputError(name, f"message {i}: unknown role {role!r}")
-        text = _content_text(msg.get("content"), name, i)
-        pages.append(Page(number=i, role=role, blocks=tuple(paragraphs_to_blocks(text, Source.CHAT))))
-    return Document(pages=tuple(pages), kind=DocumentKind.CHAT, name=name, notes=(decoded.note,))
+    checked = tuple(_check_message(m, name, i) for i, m in enumerate(messages, start=1))
+    return ChatRequest(checked, obj if isinstance(obj, dict) else None)
+
+
+def request_document(request: ChatRequest, name: str, notes: tuple[str, ...] = ()) -> Document:
+    """The chat document of a request: page ``n`` is message ``n``, the request kept as ``doc.chat``."""
+    pages = tuple(message_page(m, i) for i, m in enumerate(request.messages, start=1))
+    return Document(pages=pages, kind=DocumentKind.CHAT, name=name, chat=request, notes=notes)
+
+
+def chat_document(data: bytes, name: str, config: ExtractConfig | None = None) -> Document:
+    """Parse chat JSON bytes (a request object or a messages list) into its chat document."""
+    decoded = decode(data, name, (config or ExtractConfig()).encoding)
+    try:
+        obj = json.loads(decoded.text)
+    except ValueError as err:
+        raise InputError(name, f"invalid JSON: {err}") from None
+    return request_document(chat_request(obj, name), name, (decoded.note,))

@@ -118,8 +118,9 @@ class PageText:
     # Text drawn invisibly (render mode 3 or alpha 0): an OCR layer over a
     # scan, or hidden text that must not reach a prompt.
     hidden: list[TextBox] = field(default_factory=list)
-    # Characters of white text on a white background, dropped.
+    # White text on a white background, dropped: its characters, and its text line by line.
     white_chars: int = 0
+    white: list[str] = field(default_factory=list)
     # Straight thin lines and rectangle edges: the ruling lines of tables,
     # horizontal as (x0, x1, y) and vertical as (y0, y1, x).
     rules_h: list[tuple[float, float, float]] = field(default_factory=list)
@@ -255,6 +256,7 @@ def read_page(
         hidden: list[Line] = []
         for line in b["lines"]:
             vis_spans, hid_spans = [], []
+            white_line: list[str] | None = None  # most lines have no white text: no list for them
             line_y = (line["bbox"][1] + line["bbox"][3]) / 2
             for s in line["spans"]:
                 if is_hidden(s):
@@ -266,10 +268,15 @@ def read_page(
                     bb = tuple(s["bbox"])
                     if not any(_overlaps(bb, r) for r in out.fills + images):
                         out.white_chars += len(s["text"].strip())
+                        if white_line is None:
+                            white_line = []
+                        white_line.append(s["text"])
                         continue
                 vis_spans.append(s)
                 if keep_spans:
                     out.spans.append(Span(s["text"], tuple(s["bbox"]), line_y))  # type: ignore[arg-type]
+            if white_line:
+                out.white.append("".join(white_line).strip())
             whole = len(vis_spans) == len(line["spans"])
             for spans, target in ((vis_spans, shown), (hid_spans, hidden)):
                 if spans:

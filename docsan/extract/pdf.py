@@ -5,7 +5,7 @@ Per page, in this order (docs/extraction.md explains each decision):
 1. one text pass (``layout.read_page``): visible text boxes, invisible text
    (render mode 3 / alpha 0), white-on-white text, ruling lines;
 2. a scanned page's hidden OCR layer is its text; other invisible text is
-   dropped and counted in ``Document.notes``;
+   dropped and recorded with its text in ``Document.extraction``;
 3. the text is scored (``textlayer_quality``); a page whose text is garbage,
    or that has no text but is covered by images, is OCR'd (``ocr``);
 4. on text pages with ruling lines, ruled tables become table blocks and
@@ -26,9 +26,30 @@ from docsan.extract.content_size import MIB, decoded_size
 from docsan.extract.layout import PageText, TextBox
 from docsan.extract.mupdf import pymupdf
 from docsan.geometry import Rect
-from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Gap, Page, Source
+from docsan.model import BBox, Block, BlockKind, Change, ChangeKind, Document, DocumentKind, Gap, Page, Source
 from docsan.render import table_text
+from docsan.report import ChangeCode
 from docsan.tables import ruled
+
+HIDDEN_TEXT = ChangeCode(
+    "extract.hidden_text",
+    ChangeKind.REMOVED,
+    "text drawn invisibly (render mode 3 or alpha 0) on a page that is not a scan",
+)
+WHITE_TEXT = ChangeCode("extract.white_text", ChangeKind.REMOVED, "white text on the white page")
+TEXT_LAYER_REPLACED = ChangeCode(
+    "extract.text_layer_replaced",
+    ChangeKind.REMOVED,
+    "a page's text layer set aside (garbage, or OCR forced): replaced by OCR, or by nothing when OCR is off or fails",
+)
+OCR_GIVEN_UP = ChangeCode(
+    "extract.ocr_given_up", ChangeKind.REMOVED, "a page OCR gave up on (time or size limit), left empty"
+)
+ACTUAL_TEXT = ChangeCode(
+    "extract.actual_text",
+    ChangeKind.FINDING,
+    "a tagged PDF's /ActualText that replaces no drawn glyph (a figure's words), kept as the page's text",
+)
 
 # A page counts as a scan when images cover at least this share of it (all
 # images together: some scanners slice a page into dozens of strips).
@@ -105,13 +126,19 @@ def load_pdf(
                 continue
             drawings = _content_check(doc, page, config, notes, gaps)
             if drawings is not None:
-                drafts.append(_extract_page(page, config, notes, gaps, drawings=drawings))
+                drafts.append(_extract_page(page, config, gaps, drawings=drawings))
     if not drafts:
         # Every wanted page is a gap: nothing is left to call a partial result.
         raise InputError(name, f"no page could be read (page {gaps[0].page}: {gaps[0].reason})")
     body = layout.body_size([b for d in drafts for b in d.boxes()])
-    pages_out = tuple(d.page(body) for d in drafts)
-    return Document(pages=pages_out, kind=DocumentKind.PDF, name=name, notes=tuple(notes), gaps=tuple(gaps))
+    return Document(
+        pages=tuple(d.page(body) for d in drafts),
+        kind=DocumentKind.PDF,
+        name=name,
+        notes=(*notes, *(note for d in drafts for note in d.notes)),
+        gaps=tuple(gaps),
+        extraction=tuple(c for d in drafts for c in d.removed),
+    )
 
 
 def _content_check(
@@ -201,6 +228,9 @@ class _Draft:
     items: list[TextBox | Block] = field(default_factory=list)
     source: Source = Source.TEXT_LAYER
     ocr: bool = False
+    notes: list[str] = field(default_factory=list)
+    # What extraction left out of this page (or found on it), with the text.
+    removed: list[Change] = field(default_factory=list)
 
     def boxes(self) -> list[TextBox]:
         return [it for it in self.items if isinstance(it, TextBox)] if self.source is Source.TEXT_LAYER else []
@@ -235,9 +265,7 @@ def _image_coverage(page: pymupdf.Page) -> float:
     return min(1.0, covered / area)
 
 
-def _extract_page(
-    page: pymupdf.Page, config: ExtractConfig, notes: list[str], gaps: list[Gap], *, drawings: bool = True
-) -> _Draft:
+def _extract_page(page: pymupdf.Page, config: ExtractConfig, gaps: list[Gap], *, drawings: bool = True) -> _Draft:
     number = page.number + 1
     draft = _Draft(number, page.rect.width, page.rect.height)
     found = layout.read_page(
@@ -257,11 +285,14 @@ def _extract_page(
             boxes += found.hidden
             draft.source, draft.ocr = Source.OCR, True
         else:
-            notes.append(f"page {number}: dropped {found.hidden_chars} characters of invisible text")
+            hidden = "\n".join(b.text for b in found.hidden)
+            reason = f"dropped {found.hidden_chars} characters of invisible text"
+            draft.removed.append(HIDDEN_TEXT.change(reason, number, hidden))
     if found.white_chars:
-        notes.append(f"page {number}: dropped {found.white_chars} characters of white-on-white text")
+        reason = f"dropped {found.white_chars} characters of white-on-white text"
+        draft.removed.append(WHITE_TEXT.change(reason, number, "\n".join(found.white)))
     for text in found.actual_text:
-        notes.append(f"page {number}: kept the /ActualText of a figure (no glyphs drawn): {text!r}")
+        draft.removed.append(ACTUAL_TEXT.change("kept the /ActualText of a figure (no glyphs drawn)", number, text))
     text = "\n".join(b.text for b in boxes)
     quality = textlayer_quality.assess(text)
     # A scan's own OCR layer is judged more strictly: tesseract reading the image is a fair rival.
@@ -277,7 +308,9 @@ def _extract_page(
     else:
         reason = ""
     if reason and config.ocr == "never":
-        notes.append(f"page {number}: {reason}; OCR is off, page left empty")
+        draft.notes.append(f"page {number}: {reason}; OCR is off, page left empty")
+        if text.strip():
+            draft.removed.append(TEXT_LAYER_REPLACED.change(f"{reason}; OCR is off, page left empty", number, text))
         gaps.append(Gap(number, f"{reason}, and OCR is off (--no-ocr): page left empty"))
         return draft
     if reason:
@@ -285,13 +318,17 @@ def _extract_page(
 
         result = ocr_page(page, config)
         if not poor or config.ocr == "always" or _reads_better(result.blocks, quality):
-            notes.append(f"page {number}: {reason}; OCR'd ({result.lang})")
-            notes.extend(result.notes)
+            draft.notes.append(f"page {number}: {reason}; OCR'd ({result.lang})")
+            draft.notes.extend(result.notes)
+            if text.strip():
+                draft.removed.append(TEXT_LAYER_REPLACED.change(f"{reason}; replaced by OCR", number, text))
+            for gap in result.gaps:
+                draft.removed.append(OCR_GIVEN_UP.change(gap.reason, number, ""))
             gaps.extend(result.gaps)
             draft.items, draft.source, draft.ocr = list(result.blocks), Source.OCR, True
             return draft
         # OCR replaces a text layer only when it reads demonstrably better.
-        notes.append(f"page {number}: {reason}; OCR ({result.lang}) read no better, text layer kept")
+        draft.notes.append(f"page {number}: {reason}; OCR ({result.lang}) read no better, text layer kept")
     if config.tables and ruled.plausible(found.rules_h, found.rules_v):
         boxes = _with_tables(found, boxes, draft)
     draft.items = layout.reading_order([*boxes, *draft.items], _bbox_of)
@@ -343,7 +380,8 @@ def _load_with_pdfplumber(
     import io
 
     import pdfplumber
-    from pdfminer.pdfparser import PDFSyntaxError
+    from pdfminer.psparser import PSException
+    from pdfplumber.utils.exceptions import MalformedPDFException, PdfminerException
 
     from docsan.text.paragraphs import paragraphs_to_blocks
 
@@ -357,7 +395,8 @@ def _load_with_pdfplumber(
                     continue
                 blocks = paragraphs_to_blocks(p.extract_text() or "", Source.TEXT_LAYER)
                 out.append(Page(i, tuple(blocks), width=float(p.width), height=float(p.height)))
-    except (PDFSyntaxError, ValueError, KeyError, TypeError) as err:
+    # pdfplumber wraps pdfminer's errors (a mutated file without /Root: PdfminerException).
+    except (PSException, PdfminerException, MalformedPDFException, ValueError, KeyError, TypeError) as err:
         raise InputError(name, f"damaged PDF: page tree unreadable ({type(err).__name__})") from None
     if not out:
         raise InputError(name, "damaged PDF: no readable pages")

@@ -13,10 +13,6 @@ class TierError(RunnerError):
     """A tier profile is invalid for its GPU, its backend or its model; the message says what would work."""
 
 
-class PlanError(RunnerError):
-    """The capacity plan shows the tier cannot serve its configuration; the message says what would fit."""
-
-
 class GuardError(RunnerError):
     """A request was refused before reaching any engine (bad max_tokens, over a limit)."""
 

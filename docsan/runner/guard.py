@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 from docsan.runner.errors import GuardError
 
-DEFAULT_HARD_LIMIT = 32768
-
 
 @dataclass(frozen=True, slots=True)
 class MaxTokens:

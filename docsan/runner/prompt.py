@@ -7,6 +7,7 @@ tokens and is exactly the token sequence the local engines receive.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -52,25 +53,61 @@ class ChatTokenizer:
     def load(cls, model_dir: str | Path) -> ChatTokenizer:
         return _load(str(model_dir))
 
-    def prompt_ids(self, messages: Messages) -> list[int]:
-        """Token ids of the full prompt: chat template, special tokens and the assistant header."""
+    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Token ids of the full prompt: chat template, special tokens and the assistant header.
+
+        ``messages`` in any OpenAI shape; they reach the template as vLLM
+        passes them (:func:`template_messages`).
+        """
         return list(
-            self._tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+            self._tok.apply_chat_template(
+                template_messages(messages), add_generation_prompt=True, tokenize=True, return_dict=False
+            )
         )
+
+    def count_messages(self, messages: list[dict[str, Any]]) -> int:
+        """The exact prompt length of ``messages``: a ``count_messages`` for :func:`docsan.budget.fit_messages`."""
+        return len(self.prompt_ids(messages))
 
     def count(self, text: str) -> int:
         """Tokens of plain text, without special tokens."""
         return len(self._tok(text, add_special_tokens=False)["input_ids"])
 
-    def count_batch(self, texts: list[str]) -> list[int]:
-        if not texts:
-            return []
-        return [len(ids) for ids in self._tok(texts, add_special_tokens=False)["input_ids"]]
 
-    def head(self, text: str, n_tokens: int) -> str:
-        """The first ``n_tokens`` tokens of ``text``, decoded."""
-        ids = self._tok(text, add_special_tokens=False)["input_ids"][: max(0, n_tokens)]
-        return str(self._tok.decode(ids))
+def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI messages as vLLM hands them to a text model's chat template ("string" content format).
+
+    Content parts become their texts joined by a newline, a null content the
+    empty string, and tool-call arguments (a JSON string in the OpenAI form)
+    a dict, as transformers' tool-use templates expect (vLLM's
+    ``_parse_chat_message_content`` and ``_postprocess_messages``). Plain
+    ``{"role", "content": str}`` messages pass through unchanged.
+    """
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str) and not m.get("tool_calls"):
+            out.append(m)
+            continue
+        if isinstance(content, list):
+            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        converted = {**m, "content": content or ""}
+        if m.get("tool_calls"):
+            converted["tool_calls"] = [_call_with_dict_arguments(c) for c in m["tool_calls"]]
+        out.append(converted)
+    return out
+
+
+def _call_with_dict_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return call  # vLLM leaves arguments it cannot parse as they are
+        return {**call, "function": {**function, "arguments": arguments}}
+    return call
 
 
 @lru_cache(maxsize=4)
@@ -85,10 +122,15 @@ def _load(model_dir: str) -> ChatTokenizer:
         raise RunnerError(f"{model_dir}: cannot load the tokenizer: {err}") from None
 
 
+# Tokens left for the joins between the template and the document (see fit_context).
+SEAM_TOKENS = 4
+
+
 @dataclass(frozen=True, slots=True)
 class FittedContext:
     text: str
-    # Document tokens removed to meet the budget (0 when everything fitted).
+    # Document tokens removed to meet the budget (0 when everything fitted); the
+    # document's count is the sum of its paragraphs' counts, off by a few tokens at the joins.
     tokens_removed: int
     # What the budget dropped or cut, for the report.
     changes: tuple[Change, ...] = ()
@@ -118,13 +160,13 @@ def fit_context(
     tokenize a little differently at the seams, so the real prompt is counted
     and the room shrunk by the excess until it fits.
     """
-    text = render_text(doc)
     if budget_tokens is None:
-        return FittedContext(text, 0)
+        return FittedContext(render_text(doc), 0)
     overhead = len(tokenizer.prompt_ids(build_messages("", question)))
-    room = budget_tokens - overhead
+    # The seams usually cost a token or two: leaving them from the start saves
+    # a second fit (each fit tokenizes the whole document once).
+    room = budget_tokens - overhead - SEAM_TOKENS
     counter = Tokenizer.load(model_dir)
-    total = counter.count(text)
     while True:
         if room <= 0:
             raise RunnerError(
@@ -134,5 +176,7 @@ def fit_context(
         fitted = render_text(result.document)
         excess = len(tokenizer.prompt_ids(build_messages(fitted, question))) - budget_tokens
         if excess <= 0:
-            return FittedContext(fitted, max(0, total - counter.count(fitted)), tuple(result.changes))
+            # The document's tokens, as fit_document counted them: no extra pass over it.
+            removed = int(result.stats["tokens_in"]) - int(result.stats["tokens"])
+            return FittedContext(fitted, max(0, removed), tuple(result.changes))
         room -= excess

@@ -26,15 +26,19 @@ class Budget:
     name: ClassVar[str] = "budget"
     # Required: there is no sensible default size for a prompt.
     budget: int = Field(ge=1)
-    # None: "query" when a query is given, else "head" (document order).
+    # Documents: None is "query" when a query is given, else "head" (document
+    # order). Chat histories: "recent" keeps the newest older turns; anything
+    # else keeps those that matter most to the query (docsan.budget.chat_trim).
     strategy: BudgetStrategy | None = None
-    # The user's question, for the query strategy (BM25 over paragraphs).
+    # The user's question, for the query strategy (BM25 over paragraphs);
+    # a chat history's default query is its latest user message.
     query: str | None = None
     # None = the default DeepSeek-V4 tokenizer; set it to the served model's.
     tokenizer: str | None = None
     # The count is taken on the text as it will be rendered: the CLI sets
-    # these to match --format markdown and the tables stage's html policy.
+    # this to match --format markdown.
     markdown: bool = False
+    # Likewise for the tables stage's html policy (spanned tables rendered as HTML).
     table_html: bool = False
     # Text written after the document and counted with it: the CLI ends its
     # output with a newline, and the file as written is what must fit.
@@ -43,12 +47,14 @@ class Budget:
     def __post_init__(self) -> None:
         # Fail when the pipeline is built (one error line), not once per file.
         Tokenizer.load(self.tokenizer)
-        resolve_strategy(self.strategy, self.query)
+        if self.strategy != "recent":  # a chat strategy: refused per document, not at build
+            resolve_strategy(self.strategy, self.query)
 
     def __call__(self, doc: Document) -> StageResult:
         tok = Tokenizer.load(self.tokenizer)
         if doc.is_chat:
-            return fit_chat(doc, self.budget, tok, strategy=self.strategy, query=self.query)
+            strategy = "recent" if self.strategy == "recent" else "query"
+            return fit_chat(doc, self.budget, tok, strategy=strategy, query=self.query)
         return fit_document(
             doc,
             self.budget,

@@ -42,8 +42,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from rapidfuzz import fuzz, process
 
 from docsan.geometry import aligned, is_one_row, is_vertical, line_centres
-from docsan.model import Block, BlockKind, Document, Page, Table
-from docsan.report import Change, StageResult
+from docsan.model import Block, BlockKind, ChangeKind, Document, Page, Table
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.tables.pipes import parse_pipe_table
 from docsan.text.pagenum import parse_page_number
 
@@ -52,6 +52,16 @@ _SPACE = regex.compile(r"\s+")
 _LETTER = regex.compile(r"\p{L}")
 
 Band = Literal["top", "bottom"]
+# A line by (page index, block index, line index).
+Where = tuple[int, int, int]
+
+PAGE_NUMBER = ChangeCode("furniture.page_number", ChangeKind.REMOVED, "a page number at a page edge")
+RUNNING_HEADER = ChangeCode(
+    "furniture.running_header", ChangeKind.REMOVED, "a line repeated at the top of a run of pages"
+)
+RUNNING_FOOTER = ChangeCode(
+    "furniture.running_footer", ChangeKind.REMOVED, "a line repeated at the bottom of a run of pages"
+)
 
 
 def line_key(text: str) -> str:
@@ -80,7 +90,7 @@ class _Candidate:
     size: float | None = None
 
     @property
-    def where(self) -> tuple[int, int, int]:
+    def where(self) -> Where:
         return (self.page_index, self.block_index, self.line_index)
 
 
@@ -126,11 +136,9 @@ class Furniture:
             # repeats is the repeats stage's business, not a running head.
             return self._apply(doc, {}, Counter())
         pages = [self._page_lines(pi, p) for pi, p in enumerate(doc.pages)]
-        remove: dict[tuple[int, int, int], str] = {}
-        stats: Counter[str] = Counter()
-        self._page_numbers(doc, pages, remove)
-        self._recurring(doc, pages, remove, stats)
-        return self._apply(doc, remove, stats)
+        numbers = self._page_numbers(doc, pages)
+        recurring, stats = self._recurring(doc, pages, numbers)
+        return self._apply(doc, {**numbers, **recurring}, stats)
 
     # -- candidates ------------------------------------------------------
 
@@ -190,8 +198,8 @@ class Furniture:
 
     # -- page numbers ----------------------------------------------------
 
-    def _page_numbers(self, doc: Document, pages: list[_PageLines], remove: dict[tuple[int, int, int], str]) -> None:
-        """Explicit forms go at any edge; a bare number only when it counts pages.
+    def _page_numbers(self, doc: Document, pages: list[_PageLines]) -> dict[Where, ChangeCode]:
+        """The page numbers: explicit forms at any edge; a bare number only when it counts pages.
 
         A bare number counts pages when its value minus the page index (its
         offset) is the same on another page, at the same place. A number whose
@@ -230,25 +238,24 @@ class Furniture:
         # where confirmed page numbers sit.
         slots = {(c.band, round(c.pos / self.position_tolerance)) for c in confirmed}
         numbers_at_edge = Counter((c.page_index, c.band) for c, _, explicit in found if not explicit)
-        for c in confirmed:
-            remove[c.where] = "page number"
+        out = {c.where: PAGE_NUMBER for c in confirmed}
         for c, *_ in found:
             slot = round(c.pos / self.position_tolerance)
             at_slot = any((c.band, slot + d) in slots for d in (-1, 0, 1))
             alone = numbers_at_edge[(c.page_index, c.band)] == 1 and (c.page_index, c.band) not in numbered
             if at_slot and alone:
-                remove[c.where] = "page number"
+                out[c.where] = PAGE_NUMBER
+        return out
 
     # -- recurring lines -------------------------------------------------
 
     def _recurring(
-        self,
-        doc: Document,
-        pages: list[_PageLines],
-        remove: dict[tuple[int, int, int], str],
-        stats: Counter[str],
-    ) -> None:
-        groups = self._group(pages, remove)
+        self, doc: Document, pages: list[_PageLines], taken: dict[Where, ChangeCode]
+    ) -> tuple[dict[Where, ChangeCode], Counter[str]]:
+        """Running heads and footers of lines not ``taken`` already, and the stage's group counters."""
+        groups = self._group(pages, taken)
+        found: dict[Where, ChangeCode] = {}
+        stats: Counter[str] = Counter()
         confirmed: list[_Candidate] = []
         for group in groups:
             in_body = {c.page_index for c in group if c.key in pages[c.page_index].body_keys}
@@ -261,19 +268,17 @@ class Furniture:
             if kept:
                 stats["groups_removed"] += 1
             for c in kept:
-                remove.setdefault(c.where, _reason(c))
+                found.setdefault(c.where, _reason(c))
             confirmed.extend(c for c in kept if c.has_geometry)
-        self._at_confirmed_slots(doc, pages, confirmed, remove, stats)
+        slot_matches = self._at_confirmed_slots(doc, pages, confirmed, {**taken, **found})
+        if slot_matches:
+            stats["slot_matches"] += len(slot_matches)
+        return {**found, **slot_matches}, stats
 
     def _at_confirmed_slots(
-        self,
-        doc: Document,
-        pages: list[_PageLines],
-        confirmed: list[_Candidate],
-        remove: dict[tuple[int, int, int], str],
-        stats: Counter[str],
-    ) -> None:
-        """A chapter head printed on one or two pages only, in the exact slot of confirmed furniture.
+        self, doc: Document, pages: list[_PageLines], confirmed: list[_Candidate], taken: dict[Where, ChangeCode]
+    ) -> dict[Where, ChangeCode]:
+        """Chapter heads printed on one or two pages only, in the exact slot of confirmed furniture.
 
         Books print each chapter's name in the running head: a short chapter
         shows its name once, too few for a run. It still sits at the height
@@ -293,16 +298,18 @@ class Furniture:
             if c.size
         }
         if not slots:
-            return
+            return {}
         limit = self.position_tolerance / 3
+        # Lines matched here count as furniture for the candidates after them (_outermost).
+        removed = dict(taken)
         for page, lines in zip(doc.pages, pages, strict=True):
             for c in lines.candidates:
                 where = c.where
-                if where in remove or not c.has_geometry or not c.size or not _LETTER.search(c.key):
+                if where in removed or not c.has_geometry or not c.size or not _LETTER.search(c.key):
                     continue
                 # No body-text test here: a chapter head also titles its chapter
                 # in the body; the geometry below is the evidence.
-                if not _outermost(page, c, remove):
+                if not _outermost(page, c, removed):
                     continue
                 if any(
                     s.band == c.band
@@ -312,10 +319,10 @@ class Furniture:
                     and aligned(_block(doc, s), _block(doc, c))
                     for s in slots.values()
                 ):
-                    remove[where] = _reason(c)
-                    stats["slot_matches"] += 1
+                    removed[where] = _reason(c)
+        return {w: code for w, code in removed.items() if w not in taken}
 
-    def _group(self, pages: list[_PageLines], remove: dict[tuple[int, int, int], str]) -> list[list[_Candidate]]:
+    def _group(self, pages: list[_PageLines], taken: dict[Where, ChangeCode]) -> list[list[_Candidate]]:
         """Cluster candidates of each band by fuzzy-equal keys; only lines with letters take part.
 
         Lines without letters (numbers, dates, dashes) are left to the page
@@ -330,7 +337,7 @@ class Furniture:
         by_band: dict[Band, list[_Candidate]] = defaultdict(list)
         for lines in pages:
             for c in lines.candidates:
-                if c.where not in remove and _LETTER.search(c.key):
+                if c.where not in taken and _LETTER.search(c.key):
                     by_band[c.band].append(c)
         # Two pages of one run are at most this many pages apart (a skip, in steps of two for odd/even heads).
         reach = 2 * (self.max_skip + 1)
@@ -385,12 +392,14 @@ class Furniture:
 
     # -- output ----------------------------------------------------------
 
-    def _apply(self, doc: Document, remove: dict[tuple[int, int, int], str], stats: Counter[str]) -> StageResult:
+    def _apply(self, doc: Document, remove: dict[Where, ChangeCode], found: Counter[str]) -> StageResult:
+        """Drop the lines in ``remove``; ``found`` holds the counters of the search for them."""
+        stats = Counter(found)
         changes: list[Change] = []
         new_pages: list[Page] = []
-        by_page: dict[int, dict[tuple[int, int], str]] = defaultdict(dict)
-        for (pi, bi, li), reason in remove.items():
-            by_page[pi][(bi, li)] = reason
+        by_page: dict[int, dict[tuple[int, int], ChangeCode]] = defaultdict(dict)
+        for (pi, bi, li), code in remove.items():
+            by_page[pi][(bi, li)] = code
         for pi, page in enumerate(doc.pages):
             marked = by_page.get(pi)
             if not marked:
@@ -401,13 +410,13 @@ class Furniture:
                 lines = block.text.split("\n")
                 kept = []
                 for li, line in enumerate(lines):
-                    reason = marked.get((bi, li))
-                    if reason is None:
+                    code = marked.get((bi, li))
+                    if code is None:
                         kept.append(line)
                         continue
-                    changes.append(Change(stage=self.name, reason=reason, page=page.number, text=line))
+                    changes.append(code.change(code.stat.replace("_", " "), page.number, line))
                     stats["lines_removed"] += 1
-                    stats[reason.replace(" ", "_") + "s"] += 1
+                    stats[code.stat + "s"] += 1
                 if len(kept) == len(lines):
                     blocks.append(block)
                 elif any(line.strip() for line in kept):
@@ -421,7 +430,7 @@ class Furniture:
         return StageResult(doc.with_pages(new_pages), changes, {**base, **stats})
 
 
-def _outermost(page: Page, c: _Candidate, remove: dict[tuple[int, int, int], str]) -> bool:
+def _outermost(page: Page, c: _Candidate, remove: dict[Where, ChangeCode]) -> bool:
     """True for a one-row block with nothing but furniture between it and its page edge."""
     block = page.blocks[c.block_index]
     own = block.bbox
@@ -455,8 +464,8 @@ def _block(doc: Document, c: _Candidate) -> Block:
     return doc.pages[c.page_index].blocks[c.block_index]
 
 
-def _reason(c: _Candidate) -> str:
-    return "running header" if c.band == "top" else "running footer"
+def _reason(c: _Candidate) -> ChangeCode:
+    return RUNNING_HEADER if c.band == "top" else RUNNING_FOOTER
 
 
 def _letterless_lines(block: Block) -> int:

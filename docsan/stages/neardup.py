@@ -31,8 +31,9 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -43,16 +44,23 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.geometry import continues_paragraph, right_edges
-from docsan.model import Block, BlockKind, Document
-from docsan.report import Change, StageResult
+from docsan.model import Block, BlockKind, ChangeKind, Document
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.banding import BandIndex, lsh_params
+from docsan.text.batchcache import BatchCache
 from docsan.text.paragraphs import split_paragraphs
-from docsan.text.shingles import Shingled, shingle
+from docsan.text.shingles import Shingled, novel_length, shingle
 
 # Report entries quote what a removed unit duplicated; a page of text there
 # would bury the report.
 _QUOTE_CHARS = 200
 _NUMBER = regex.compile(r"\p{Nd}+")
+
+# By scale: a paragraph, or (chat histories) a whole message.
+DUPLICATE = {
+    scale: ChangeCode(f"neardup.{scale}", ChangeKind.REMOVED, f"a {scale} that repeats a kept one (exact or near copy)")
+    for scale in ("paragraph", "message")
+}
 
 
 @dataclass(slots=True)
@@ -68,6 +76,55 @@ class _Unit:
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
     parts: tuple[Shingled, ...] = ()
+
+
+# Shingles per text, kept across calls: a chat client re-sends its whole
+# history with every turn, so almost every paragraph was shingled for the
+# request before. Bounded (a few tens of MB at most).
+@lru_cache(maxsize=8192)
+def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
+    return shingle(text, cjk_n=cjk_n, word_n=word_n)
+
+
+# 16,384 signatures of 128 64-bit values: 16 MB at most.
+_SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
+
+
+def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) -> np.ndarray:
+    """MinHash signatures (one row per set), datasketch's ``MinHash.bulk`` for the sets not seen before.
+
+    A signature depends only on the set, ``num_perm`` and ``seed``, so it is
+    kept across calls (docsan.text.batchcache): a re-sent chat history
+    costs the new messages' signatures only.
+    """
+
+    def compute(keys: list[tuple[frozenset[str], int, int]]) -> list[np.ndarray]:
+        # One set's encoded shingles and MinHash at a time, kept only as its row: holding every
+        # encoded list and MinHash object at once cost ~40 bytes per character of a long document.
+        hashed = ([g.encode("utf-8", "surrogatepass") for g in k[0]] for k in keys)
+        signatures = MinHash.generator(hashed, num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)
+        return [m.hashvalues for m in signatures]
+
+    rows = _SIGNATURES.get_many([(s, num_perm, seed) for s in shingle_sets], compute)
+    return np.array(rows).reshape(len(rows), num_perm)
+
+
+def _union(parts: tuple[Shingled, ...]) -> Shingled:
+    return Shingled(
+        frozenset().union(*(p.shingles for p in parts)),
+        " ".join(p.normalized for p in parts),
+        any(p.has_ngrams for p in parts),
+    )
+
+
+@dataclass(slots=True)
+class _Pass:
+    """What one comparison pass (messages, or paragraphs) found."""
+
+    removed: set[tuple[int, int]] = field(default_factory=set)  # whole blocks, (page index, block index)
+    cut: dict[tuple[int, int], set[int]] = field(default_factory=lambda: defaultdict(set))  # block -> paragraphs
+    changes: list[Change] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
 def _quote(text: str) -> str:
@@ -114,8 +171,9 @@ class NearDuplicates:
     # repeated paragraph.
     min_chars: int = Field(40, ge=1)
     # Headings repeat legitimately (chapter titles in a running head, "Notes"
-    # in every section); tables are the tables stage's business.
+    # in every section).
     exempt_headings: bool = True
+    # Tables are the tables stage's business: a rating legitimately repeated in four rows stays four times.
     exempt_tables: bool = True
     # Treat consecutive single-line PDF blocks that reflow would rejoin as one
     # paragraph (docsan.geometry.continues_paragraph); off compares each block on its own.
@@ -126,18 +184,36 @@ class NearDuplicates:
     # (two WARN notices differing only in a date and a head count are both
     # facts). Prose with a few numbers changed is still deduplicated.
     numeric_share: float = Field(0.2, ge=0.0, le=1.0)
+    # A unit shorter than this (normalised characters, CJK counting three:
+    # a sentence or two) with a number its kept copy lacks is a fact of its
+    # own, whatever its share of digits: "the Zhuhai warehouse code is now
+    # R26-534" next to "the Hangzhou warehouse code is now K12-345" scores
+    # Jaccard 0.83 on 5-grams and is another fact (generated chat histories
+    # lost such facts: bench/bench_chat.py).
+    fact_chars: int = Field(200, ge=0)
+    # A unit with a stretch of new text this long (weighted like min_chars:
+    # 8 CJK characters, or about 5 English words) that its kept copy lacks
+    # is not a copy: a re-pasted paragraph with a sentence added keeps the
+    # sentence. Edits below it (an inserted "14", a changed word) are copies.
+    min_new_chars: int = Field(24, ge=1)
     # Chat histories: compare whole messages first, so a re-sent paste goes
     # even when each of its paragraphs alone is short.
     messages: bool = True
 
     def __call__(self, doc: Document) -> StageResult:
-        changes: list[Change] = []
-        stats: dict[str, int | float] = defaultdict(int)
-        removed: set[tuple[int, int]] = set()
-        cut: dict[tuple[int, int], set[int]] = defaultdict(set)  # block -> removed paragraph indices
+        passes = []
         if doc.is_chat and self.messages:
-            self._dedupe(self._message_units(doc), doc, removed, cut, changes, stats, "message")
-        self._dedupe(self._paragraph_units(doc, removed), doc, removed, cut, changes, stats, "paragraph")
+            passes.append(self._dedupe(self._message_units(doc), doc, "message"))
+        removed = {key for p in passes for key in p.removed}
+        passes.append(self._dedupe(self._paragraph_units(doc, removed), doc, "paragraph"))
+        removed |= passes[-1].removed
+        # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
+        cut = passes[-1].cut
+        changes = [c for p in passes for c in p.changes]
+        stats: dict[str, int | float] = defaultdict(int)
+        for p in passes:
+            for key, value in p.stats.items():
+                stats[key] += value
         if not removed and not cut:
             return StageResult(doc, changes, dict(stats))
         pages = []
@@ -158,14 +234,14 @@ class NearDuplicates:
     # -- units --------------------------------------------------------------------------------------
 
     def _eligible(self, block: Block) -> bool:
-        if block.kind is BlockKind.FURNITURE or not block.text.strip():
+        if not block.text.strip():
             return False
         if block.kind is BlockKind.TABLE:
             return not self.exempt_tables
         return not (block.kind is BlockKind.HEADING and self.exempt_headings)
 
     def _shingle(self, text: str) -> Shingled:
-        return shingle(text, cjk_n=self.cjk_ngram, word_n=self.word_ngram)
+        return _shingle_cached(text, self.cjk_ngram, self.word_ngram)
 
     def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
         # Three times the raw length bounds the weighted normalised one (Shingled.length):
@@ -178,12 +254,19 @@ class NearDuplicates:
         units = []
         for i, page in enumerate(doc.pages):
             idx = [j for j, b in enumerate(page.blocks) if self._eligible(b)]
-            if idx:
-                texts = [page.blocks[j].text for j in idx]
-                unit = self._unit(i, idx, "\n\n".join(texts), f"message {page.number}")
-                if unit is not None:
-                    unit.parts = tuple(self._shingle(t) for t in texts)
-                    units.append(unit)
+            if not idx:
+                continue
+            texts = [page.blocks[j].text for j in idx]
+            text = "\n\n".join(texts)
+            if 3 * len(text) < self.min_chars:
+                continue
+            # A message's shingles are its paragraphs' (the paragraph pass
+            # needs those anyway): only n-grams across a paragraph break are
+            # missing, which a copy shares with its original all the same.
+            parts = tuple(self._shingle(t) for t in texts)
+            whole = parts[0] if len(parts) == 1 else _union(parts)
+            unit = _Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
+            units.append(unit)
         return units
 
     def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
@@ -218,37 +301,25 @@ class NearDuplicates:
 
     # -- deduplication ------------------------------------------------------------------------------
 
-    def _dedupe(
-        self,
-        units: list[_Unit],
-        doc: Document,
-        removed: set[tuple[int, int]],
-        cut: dict[tuple[int, int], set[int]],
-        changes: list[Change],
-        stats: dict,
-        scale: str,
-    ) -> None:
+    def _dedupe(self, units: list[_Unit], doc: Document, scale: str) -> _Pass:
+        """Every unit that duplicates an earlier kept one, compared in document order."""
+        found = _Pass()
+        removed, cut, stats = found.removed, found.cut, found.stats
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         long_units = [u for u in units if u.sh.has_ngrams]
-        # One unit's encoded shingles and MinHash at a time, kept only as its row of the matrix:
-        # holding every encoded list and MinHash object at once cost ~40 bytes per character.
-        signatures = MinHash.generator(
-            ([g.encode("utf-8", "surrogatepass") for g in u.sh.shingles] for u in long_units),
-            num_perm=self.num_perm,
-            seed=self.seed,
-            hashfunc=xxhash.xxh32_intdigest,
-        )
         row = {id(u): i for i, u in enumerate(long_units)}
         # LSH tuned below the decision threshold: more candidates, fewer misses;
         # the exact Jaccard check removes the false ones.
         bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
-        matrix = np.array([m.hashvalues for m in signatures]).reshape(len(long_units), self.num_perm)
+        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
         index = BandIndex(matrix, bands, rows)
         kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
         exact: dict[str, _Unit] = {}
         for unit in units:
-            best, score = self._match(unit, row.get(id(unit)), index, kept_rows, exact, stats)
+            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
+            if verified:
+                stats["candidates_verified"] += verified
             if best is None:
                 exact.setdefault(unit.sh.normalized, unit)
                 if id(unit) in row:
@@ -264,24 +335,23 @@ class NearDuplicates:
                     removed.add((unit.page, j))  # every paragraph went: the block goes
                     del cut[(unit.page, j)]
             what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
-            changes.append(
-                Change(
-                    self.name,
-                    f"{scale} {what} of {best.label}",
-                    doc.pages[unit.page].number,
-                    unit.text,
-                    duplicate_of=_quote(best.text),
-                )
-            )
+            reason = f"{scale} {what} of {best.label}"
+            page = doc.pages[unit.page].number
+            found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
             stats[f"{scale}s_removed"] += 1
             stats["chars_removed"] += len(unit.text)
+        return found
 
     def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
         if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
             return False
+        known = earlier.sh.shingles
+        if novel_length(unit.text, known, cjk_n=self.cjk_ngram, word_n=self.word_ngram) >= self.min_new_chars:
+            return False
         numbers = _NUMBER.findall(unit.sh.normalized)
-        if sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
+        short = unit.sh.length < self.fact_chars
+        if not short and sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
             return True
         return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
 
@@ -292,18 +362,17 @@ class NearDuplicates:
         index: BandIndex,
         kept: dict[int, _Unit],
         exact: dict[str, _Unit],
-        stats: dict,
-    ) -> tuple[_Unit | None, float]:
-        """The kept unit this one duplicates best (and the similarity), or (None, 0)."""
+    ) -> tuple[_Unit | None, float, int]:
+        """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
         if same is not None:
-            return same, 1.0
+            return same, 1.0, 0
         if sig_row is None:  # too short for n-grams: exact match only
-            return None, 0.0
+            return None, 0.0, 0
         best, best_score = None, 0.0
-        for key in sorted(index.query(sig_row)):
-            stats["candidates_verified"] += 1
+        candidates = sorted(index.query(sig_row))
+        for key in candidates:
             score = _jaccard(unit.sh.shingles, kept[key].sh.shingles)
             if score >= self.threshold and score > best_score and self._nothing_new(unit, kept[key]):
                 best, best_score = kept[key], score
-        return best, best_score
+        return best, best_score, len(candidates)

@@ -33,10 +33,20 @@ import regex
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from docsan.model import Block, BlockKind, Cell, Document, Page, Source, Table
+from docsan.model import Block, BlockKind, Cell, ChangeKind, Document, Page, Source, Table
 from docsan.render import table_text
-from docsan.report import Change, StageResult
-from docsan.text.chardata import CJK, REMOVABLE, VARIATION_SELECTORS, invisible_class
+from docsan.report import Change, ChangeCode, StageResult
+from docsan.text.chardata import CJK, INVISIBLE_CLASSES, REMOVABLE, VARIATION_SELECTORS, invisible_class, invisible_slug
+
+MOJIBAKE = ChangeCode("normalize.mojibake", ChangeKind.REWRITTEN, "ftfy repaired mis-decoded text (mojibake)")
+# One code per class of invisible characters (docsan.text.chardata), the variation selectors that
+# select no glyph, and the form feed that splits a block.
+INVISIBLE = {
+    name: ChangeCode(
+        f"normalize.invisible.{invisible_slug(name)}", ChangeKind.REMOVED, f"{name}s removed from the text"
+    )
+    for name in [*(name for name, _ in INVISIBLE_CLASSES), "variation selector", "form feed"]
+}
 
 # Tag-character spellings of the subdivision flags that have an emoji
 # (RGI): England, Scotland, Wales. Anything else in tag characters is a
@@ -118,7 +128,7 @@ class Normalize:
     # Ligatures (ﬁ, ﬂ) become their letters: PDF fonts emit them, and a
     # ligature splits words for search, de-hyphenation and the tokenizer.
     fix_ligatures: bool = True
-    # Remove the invisible characters listed in chardata.INVISIBLE_CLASSES.
+    # Remove the invisible characters listed in docsan.text.chardata.INVISIBLE_CLASSES.
     # Off only to inspect raw extractor output.
     remove_invisible: bool = True
     # Subdivision flags whose tag characters survive (tag letters, e.g.
@@ -353,7 +363,7 @@ class _Cleaner:
     def _report(self, page: Page, before: str, after: str, tally: _Tally) -> None:
         if tally.fixes:
             steps = ", ".join(dict.fromkeys(tally.fixes))
-            self.changes.append(Change("normalize", f"repaired by ftfy ({steps})", page.number, before, after))
+            self.changes.append(MOJIBAKE.change(f"repaired by ftfy ({steps})", page.number, before, after))
         by_class: dict[str, Counter[str]] = {}
         for char, n in tally.removed.items():
             by_class.setdefault(invisible_class(char), Counter())[char] = n
@@ -362,8 +372,9 @@ class _Cleaner:
             hidden = {"tag character": tally.tags, "variation selector": tally.selectors}.get(cls)
             if hidden:
                 reason += f' (hidden text "{"".join(hidden)[:200]}")'
-            self.changes.append(Change("normalize", reason, page.number, before, after))
-            self.stats[f"removed_{cls.replace(' ', '_').replace('-', '_')}"] += sum(chars.values())
+            code = INVISIBLE[cls]
+            self.changes.append(code.change(reason, page.number, before, after))
+            self.stats["removed_" + code.rule] += sum(chars.values())
             self.stats["chars_removed"] += sum(chars.values())
 
 

@@ -25,10 +25,15 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
 from docsan.geometry import is_row_of_pieces, merge_line_blocks
-from docsan.model import Block, BlockKind, Document, Source
-from docsan.report import Change, StageResult
+from docsan.model import Block, BlockKind, ChangeKind, Document, Source
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
 
+REFLOWED = ChangeCode(
+    "reflow.reflowed",
+    ChangeKind.REWRITTEN,
+    "a block's layout line breaks joined into paragraphs (hyphens, CJK spaces; the reason lists what)",
+)
 _CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
 # Line-final characters that continue a token across the break (see _joiner).
 _GLUE_AFTER = frozenset("–—/")
@@ -111,6 +116,11 @@ class Reflow:
         changes: list[Change] = []
         pages = []
         for page in doc.pages:
+            if doc.is_chat and self.dehyphenate:
+                # A message is reflowed on its own words: what a later message
+                # says must not change how an earlier one reads, or a growing
+                # history would lose the engine's prefix cache at every turn.
+                vocab = _Vocabulary(doc.with_pages([page]))
             blocks = []
             groups = merge_line_blocks(page.blocks) if self.merge_line_blocks else [(b, (b,)) for b in page.blocks]
             for block, sources in groups:
@@ -123,7 +133,7 @@ class Reflow:
                     stats.update(counts)
                     reason = "reflow: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()))
                     before = "\n\n".join(b.text for b in sources)
-                    changes.append(Change(self.name, reason, page.number, before, text))
+                    changes.append(REFLOWED.change(reason, page.number, before, text))
                     block = block.with_text(text)
                 blocks.append(block)
             pages.append(page.with_blocks(blocks) if blocks != list(page.blocks) else page)
@@ -131,9 +141,8 @@ class Reflow:
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
-        if block.kind in (BlockKind.TABLE, BlockKind.FURNITURE) or _FENCE.search(block.text):
-            # Tables keep their grid; furniture is reported as it was found;
-            # a fenced code block's lines are code.
+        if block.kind is BlockKind.TABLE or _FENCE.search(block.text):
+            # Tables keep their grid; a fenced code block's lines are code.
             return block.text
         text = block.text
         if self.remove_cjk_spaces and not text.isascii():

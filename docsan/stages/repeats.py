@@ -46,8 +46,8 @@ import regex
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from docsan.model import BBox, Block, BlockKind, Document, Page
-from docsan.report import Change, StageResult
+from docsan.model import BBox, Block, BlockKind, ChangeKind, Document, Page
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.chardata import CJK, display_width, is_separator, is_wide, is_word_char
 from docsan.text.runs import Run, RunFilter, find_runs
 
@@ -55,7 +55,18 @@ from docsan.text.runs import Run, RunFilter, find_runs
 # look-around on each side, no quantifiers: linear.
 _CJK_WRAP = regex.compile(rf"(?<=[{CJK}])\n(?=[{CJK}])")
 _SENTINEL = "\x00"
-_EXEMPT = (BlockKind.TABLE, BlockKind.FURNITURE)
+
+OVERPRINTED_BLOCK = ChangeCode(
+    "repeats.overprinted_block", ChangeKind.REMOVED, "a block drawn again on top of itself (same text, same box)"
+)
+FAKE_BOLD = ChangeCode(
+    "repeats.fake_bold", ChangeKind.REMOVED, "copies of a line printed on top of each other (fake bold)"
+)
+# One per scale of an exact repeat inside text; text is the run, replacement what is left of it.
+SCALES = {
+    scale: ChangeCode(f"repeats.{scale}", ChangeKind.REMOVED, f"copies of a repeated {scale} in a row")
+    for scale in ("line", "phrase", "word", "character")
+}
 
 
 @dataclass(slots=True)
@@ -253,7 +264,7 @@ class Repeats:
             (i, j): b.text
             for i, blocks in enumerate(pages)
             for j, b in enumerate(blocks)
-            if b.kind not in _EXEMPT and len(b.text) >= 2
+            if b.kind is not BlockKind.TABLE and len(b.text) >= 2
         }
         pending = dict(texts)
         for _ in range(self.max_passes):
@@ -282,7 +293,7 @@ class Repeats:
             prev = kept[-1] if kept else None
             if (
                 prev is not None
-                and block.kind not in _EXEMPT
+                and block.kind is not BlockKind.TABLE
                 and prev.kind is block.kind
                 and block.bbox is not None
                 and prev.bbox is not None
@@ -291,15 +302,8 @@ class Repeats:
                 and _iou(block.bbox, prev.bbox) >= 0.8
             ):
                 copies += 1
-                changes.append(
-                    Change(
-                        self.name,
-                        f"overprinted block (drawn {copies}x)",
-                        page.number,
-                        block.text,
-                        duplicate_of=prev.text,
-                    )
-                )
+                reason = f"overprinted block (drawn {copies}x)"
+                changes.append(OVERPRINTED_BLOCK.change(reason, page.number, block.text, duplicate_of=prev.text))
                 stats["blocks_dropped"] += 1
                 stats["chars_removed"] += len(block.text)
                 continue
@@ -340,16 +344,10 @@ class Repeats:
                 lo, hi = int(views.orig[c.run.start]), int(views.orig[c.run.end - 1]) + 1
                 cut = int(views.orig[c.run.start + c.removed])
                 kept = " (kept 2)" if c.keep == 2 else ""
-                changes.append(
-                    Change(
-                        self.name,
-                        f"repeated {c.copies}x: {c.scale}{kept}",
-                        page_no,
-                        text[lo:hi],
-                        replacement=text[cut:hi],
-                    )
-                )
-                stats[f"collapsed_{c.scale}"] += 1
+                code = FAKE_BOLD if c.needs_overprint else SCALES[c.scale]
+                reason = f"repeated {c.copies}x: {c.scale}{kept}"
+                changes.append(code.change(reason, page_no, text[lo:hi], replacement=text[cut:hi]))
+                stats[f"collapsed_{code.stat}"] += 1
                 stats["chars_removed"] += cut - lo
             out[key] = _apply(text, chosen, views)
         return out

@@ -15,11 +15,16 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.budget.control_tokens import Action, Guard, guard_for_spec, neutralise_with
 from docsan.budget.tokenizer import resolve_tokenizer_file
-from docsan.model import Block, Cell, Document
+from docsan.model import Block, Cell, ChangeKind, Document
 from docsan.render import table_text
-from docsan.report import Change, StageResult
+from docsan.report import Change, ChangeCode, StageResult
 
-STAGE = "special_tokens"
+ESCAPED = ChangeCode(
+    "special_tokens.escaped", ChangeKind.REWRITTEN, "text spelling a control token of the served model, escaped"
+)
+REMOVED = ChangeCode(
+    "special_tokens.removed", ChangeKind.REMOVED, "text spelling a control token of the served model, removed"
+)
 
 
 @pydantic_dataclass(config=ConfigDict(extra="forbid"), frozen=True)
@@ -64,9 +69,9 @@ class SpecialTokens:
         escaped = guard.escaped
         for token in found:
             if self.action == "remove":
-                changes.append(Change(STAGE, "control token removed", page, token))
+                changes.append(REMOVED.change("control token removed", page, token))
             else:
-                changes.append(Change(STAGE, "control token escaped", page, token, replacement=escaped[token]))
+                changes.append(ESCAPED.change("control token escaped", page, token, replacement=escaped[token]))
         return replace(block, text=text, table=table)
 
     def _cell(self, cell: Cell, guard: Guard, found: list[str]) -> Cell:

@@ -28,13 +28,33 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.config import TablePolicy
-from docsan.model import Block, BlockKind, Document, Page, Table
+from docsan.model import Block, BlockKind, ChangeKind, Document, Page, Table
 from docsan.render import table_row_text, table_text, table_to_markdown
-from docsan.report import Change, StageResult
+from docsan.report import Change, ChangeCode, StageResult
 from docsan.tables.cell_lines import cell_per_line_tables
 from docsan.tables.continued import join, repeated_header
 from docsan.tables.pipes import parse_pipe_table
 from docsan.tables.repair import RepairResult, repair_grid
+
+PIPE_TABLE = ChangeCode("tables.pipe_table", ChangeKind.REWRITTEN, "pipe-separated text read as a table grid")
+EMPTY_ROW = ChangeCode("tables.empty_row", ChangeKind.REMOVED, "a table row without text")
+EMPTY_COLUMN = ChangeCode("tables.empty_column", ChangeKind.REMOVED, "a row's cells of a table column without text")
+SPAN_MERGED = ChangeCode(
+    "tables.span_merged", ChangeKind.REWRITTEN, "a spanned value the extractor repeated, merged into one cell"
+)
+SPAN_FILLED = ChangeCode("tables.span_filled", ChangeKind.REWRITTEN, "a spanned value repeated in every cell (fill)")
+CELL_PER_LINE = ChangeCode(
+    "tables.cell_per_line", ChangeKind.FINDING, "a table the extractor emitted one cell per line (not rebuilt)"
+)
+FRAME_AS_TEXT = ChangeCode(
+    "tables.frame_as_text", ChangeKind.REWRITTEN, "a one-column grid (a frame around text) read as its paragraphs"
+)
+REPEATED_HEADER = ChangeCode(
+    "tables.repeated_header", ChangeKind.REMOVED, "a table's header printed again where it continues on a new page"
+)
+CONTINUED = ChangeCode(
+    "tables.continued", ChangeKind.FINDING, "a table continued at the top of the next page, joined to it"
+)
 
 
 @pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -110,13 +130,13 @@ class TableRepair:
             if result.table.n_cols == 1 and not from_pipes:
                 # One column is a frame around text (a printout's border), not a table: its rows are paragraphs.
                 paras = "\n\n".join(row[0].text for row in result.table.rows if row[0].text)
-                changes.append(Change(self.name, "one-column frame read as text", page.number, block.text, paras))
+                changes.append(FRAME_AS_TEXT.change("one-column frame read as text", page.number, block.text, paras))
                 stats["frames_read_as_text"] += 1
                 blocks.append(replace(block, kind=BlockKind.TEXT, table=None, text=paras))
                 continue
             if from_pipes and (rendered := table_to_markdown(result.table)) != block.text:
                 # Reported as the output will show it: the renderer writes the grid as a Markdown table.
-                changes.append(Change(self.name, "pipe text read as table", page.number, block.text, rendered))
+                changes.append(PIPE_TABLE.change("pipe text read as table", page.number, block.text, rendered))
             blocks.append(replace(block, kind=BlockKind.TABLE, table=result.table, text=table_text(result.table)))
         if self.detect_cell_per_line:
             self._report_cell_lines(page, changes, stats)
@@ -139,13 +159,11 @@ class TableRepair:
                 if drop:
                     header = "\n".join(table_row_text(r) for r in nxt.table.text_rows()[:drop])
                     reason = f"repeated header of the table from page {opened}"
-                    changes.append(Change(self.name, reason, page.number, header))
+                    changes.append(REPEATED_HEADER.change(reason, page.number, header))
                     stats["repeated_headers_dropped"] += drop
                 row = table_row_text(c.text for c in start)
-                # A finding (replacement == text): the rows moved, none of their text changed.
-                changes.append(
-                    Change(self.name, f"table continued from page {opened}: joined to it", page.number, row, row)
-                )
+                # A finding: the rows moved to the table they continue, none of their text changed.
+                changes.append(CONTINUED.change(f"table continued from page {opened}: joined to it", page.number, row))
                 stats["tables_joined"] += 1
                 first_blocks = list(out[pi].blocks)
                 first_blocks[bi] = replace(first, table=joined, text=table_text(joined))
@@ -172,30 +190,21 @@ class TableRepair:
             new_index = result.row_map[old_index]
             old_text = table_row_text(row)
             if new_index is None:
-                out.append(Change(self.name, "empty table row", page, old_text))
+                out.append(EMPTY_ROW.change("empty table row", page, old_text))
                 continue
             new_text = table_row_text(after_rows[new_index])
             if new_text != old_text:
                 if old_index in result.merged_rows:
-                    reason = "spanned cell merged"
+                    code, reason = SPAN_MERGED, "spanned cell merged"
                 elif len(after_rows[new_index]) != len(row):
-                    reason = "empty table column"
+                    code, reason = EMPTY_COLUMN, "empty table column"
                 else:
-                    reason = "spanned cell filled"
-                out.append(Change(self.name, reason, page, old_text, replacement=new_text))
+                    code, reason = SPAN_FILLED, "spanned cell filled"
+                out.append(code.change(reason, page, old_text, replacement=new_text))
         return out
 
     def _report_cell_lines(self, page: Page, changes: list[Change], stats: Counter[str]) -> None:
         for rows in cell_per_line_tables(page):
             stats["cell_per_line_tables"] += 1
-            head = "\n".join(rows)
-            # Nothing is rewritten: replacement == text marks a finding, not an edit.
-            changes.append(
-                Change(
-                    self.name,
-                    f"table emitted one cell per line ({len(rows)} rows; not rebuilt)",
-                    page.number,
-                    head,
-                    replacement=head,
-                )
-            )
+            reason = f"table emitted one cell per line ({len(rows)} rows; not rebuilt)"
+            changes.append(CELL_PER_LINE.change(reason, page.number, "\n".join(rows)))

@@ -80,6 +80,11 @@ def is_cjk(ch: str) -> bool:
     return bool(ch) and _CJK_CHAR.match(ch) is not None
 
 
+def invisible_slug(name: str) -> str:
+    """A class name as one word of a code or a statistics key (``zero-width character`` -> ``zero_width_character``)."""
+    return name.replace(" ", "_").replace("-", "_")
+
+
 def invisible_class(char: str) -> str:
     """The report name of a removable character (``"control character"``...)."""
     cp = ord(char)

@@ -58,15 +58,7 @@ def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
             return Shingled(grams, " ".join(words), True)
         joined = " ".join(words)
         return Shingled(frozenset([joined]) if words else frozenset(), joined, False)
-    segments: list[tuple[bool, list[str]]] = []  # (is_cjk, pieces)
-    for m in _TOKEN.finditer(text):
-        tok = m.group()
-        cjk = m.lastgroup == "cjk"
-        # a number belongs to the segment it stands in
-        if segments and (segments[-1][0] == cjk or tok.isdigit()):
-            segments[-1][1].append(tok)
-        else:
-            segments.append((cjk, [tok]))
+    segments = _segments(text)
     grams: set[str] = set()
     has_ngrams = False
     parts = []
@@ -89,3 +81,47 @@ def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
                 grams.add(" ".join(pieces))
             parts.append(" ".join(pieces))
     return Shingled(frozenset(grams), " ".join(parts), has_ngrams)
+
+
+def _segments(text: str) -> list[tuple[bool, list[str]]]:
+    """(is CJK, pieces) per script segment of casefolded ``text``: CJK runs or words; a number joins its segment."""
+    segments: list[tuple[bool, list[str]]] = []
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        cjk = m.lastgroup == "cjk"
+        if segments and (segments[-1][0] == cjk or tok.isdigit()):
+            segments[-1][1].append(tok)
+        else:
+            segments.append((cjk, [tok]))
+    return segments
+
+
+def novel_length(text: str, known: frozenset[str], *, cjk_n: int = 5, word_n: int = 3) -> int:
+    """The longest stretch of ``text`` no shingle of ``known`` covers, weighted as :attr:`Shingled.length`.
+
+    ``k`` tokens inserted or changed in the middle of a text make ``k + n - 1``
+    consecutive new n-grams, so a run of ``r`` new n-grams is ``r - n + 1``
+    new tokens (CJK characters weigh three, a word its letters). One pass
+    over the n-grams in order: linear.
+    """
+    best = 0
+    for cjk, pieces in _segments(text.casefold()):
+        tokens = list("".join(pieces)) if cjk else pieces
+        n = cjk_n if cjk else word_n
+        sep = "" if cjk else " "
+        if len(tokens) < n:
+            grams = [sep.join(tokens)]
+            n = len(tokens) or 1
+        else:
+            grams = [sep.join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+        run_start = None
+        for i, gram in enumerate([*grams, None]):
+            if gram is not None and gram not in known:
+                run_start = i if run_start is None else run_start
+                continue
+            if run_start is not None:
+                new = tokens[run_start + n - 1 : i] or tokens[run_start:i]
+                weight = 3 * sum(1 for t in new if not t.isdigit()) + sum(1 for t in new if t.isdigit())
+                best = max(best, weight if cjk else sum(len(t) for t in new))
+                run_start = None
+    return best
