@@ -169,12 +169,14 @@ def check_exit(row: Row, code: int, stderr: str, name: str) -> bool:
 
 @cache
 def folder_run() -> tuple[Path, str, int]:
+    """The folder run: outputs in the returned folder, the reports of all inputs in its parent's report.json."""
     import tempfile
 
     out = Path(tempfile.mkdtemp(prefix="docsan-hostile-"))
     env = {**os.environ, "COLUMNS": "1000"}
+    clean = [sys.executable, "-m", "cli", "clean", str(HOSTILE / "pdfs"), "-o", str(out / "out")]
     proc = subprocess.run(
-        [sys.executable, "-m", "cli", "clean", str(HOSTILE / "pdfs"), "-o", str(out / "out")],
+        [*clean, "--report", str(out / "report.json")],
         cwd=ROOT,
         capture_output=True,
         timeout=FOLDER_TIMEOUT_S,
@@ -333,4 +335,10 @@ def test_actual_text_of_a_tagged_figure_is_kept_and_noted() -> None:
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["text"] == "Actual Text"
-    assert "page 1: kept the /ActualText of a figure (no glyphs drawn): 'Actual Text'" in payload["report"]["notes"]
+    (found,) = payload["report"]["extraction"]
+    assert (found["code"], found["kind"], found["page"], found["text"]) == (
+        "extract.actual_text",
+        "finding",
+        1,
+        "Actual Text",
+    )

@@ -11,7 +11,8 @@ A line is furniture only when three independent pieces of evidence agree:
    pages carry different heads. A run, not the whole document, so chapter
    heads that change with each chapter are found too.
 3. **Not part of the page's data**: furniture is printed *outside* the text it
-   frames, so its text does not occur in the body of the same page. A value
+   frames (a group on pages that hold no other text frames nothing and stays),
+   so its text does not occur in the body of the same page. A value
    at a page edge that also occurs in that page's body (a table's last row,
    "Layoff Permanent" in a WARN report) is one instance of a repeated data
    structure, not a running footer. If that holds on a sizeable share of the
@@ -258,6 +259,11 @@ class Furniture:
         stats: Counter[str] = Counter()
         confirmed: list[_Candidate] = []
         for group in groups:
+            if not any(pages[c.page_index].body_keys for c in group):
+                # Furniture frames text: on pages holding nothing else, the lines are the text itself
+                # (qpdf's 30 pages of "Potato N" came out empty).
+                stats["groups_kept_without_body"] += 1
+                continue
             in_body = {c.page_index for c in group if c.key in pages[c.page_index].body_keys}
             if len(in_body) >= self.data_share * len({c.page_index for c in group}):
                 stats["groups_kept_as_data"] += 1
