@@ -14,15 +14,14 @@ Target (issue 15): >= 99 % asked facts at >= 60 % reduction.
 Part 2, per-request cost in a warm process (imports done, tokenizers loaded;
 the fastest of several runs, as in the other micro-benchmarks):
 
-- a short chat (system + question) and an 8-message chat: ``ChatCleaner.clean``
-  with the budget, the count with the served model's chat template (SmolLM2's,
-  through docsan.runner.prompt), and the routing decision;
+- a short chat (system + question) and an 8-message chat: the shared request path
+  (``RequestPath.chat``: ``ChatCleaner.clean``, control tokens, the budget, the count
+  with the served model's chat template, SmolLM2's, and the routing decision);
 - a 300-turn history, first seen (docsan's per-text caches emptied) and
   re-sent with one more turn (what an append-only client does: caches warm);
-- an 8k-token document with a question: ``clean_text``, control tokens
-  escaped for the served model, the document prompt fitted to a 4,000-token
-  budget with the template (``fit_context``), counted, routed: what ``ask``
-  does per request after reading the file.
+- an 8k-token document with a question: ``RequestPath.document`` (cleaned, control
+  tokens escaped for the served model, the document prompt fitted to a 4,000-token
+  budget with the template, counted, routed): what ``ask`` does after reading the file.
 
 Baseline, same run: the one step no gateway can skip, counting the final
 prompt with the chat template (``ChatTokenizer.prompt_ids``).
@@ -43,17 +42,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import chat_histories, common  # noqa: E402
-from docsan.api import ChatCleaner, clean_text  # noqa: E402
+from docsan.api import ChatCleaner  # noqa: E402
 from docsan.budget import chat_trim as budget_chat  # noqa: E402
 from docsan.budget import rank  # noqa: E402
 from docsan.budget.chat_trim import count_messages_default  # noqa: E402
 from docsan.budget.tokenizer import Tokenizer  # noqa: E402
 from docsan.chat.shape import message_text  # noqa: E402
 from docsan.config import Config  # noqa: E402
+from docsan.extract.text import text_document  # noqa: E402
 from docsan.runner.embedded_model import embedded_model_dir  # noqa: E402
-from docsan.runner.prompt import ChatTokenizer, build_messages, fit_context, guard_special_tokens  # noqa: E402
-from docsan.runner.router import route  # noqa: E402
-from docsan.runner.tiers import build_tiers  # noqa: E402
+from docsan.runner.prompt import build_messages  # noqa: E402
+from docsan.runner.request import RequestOptions, RequestPath  # noqa: E402
 from docsan.stages import neardup  # noqa: E402
 
 BUDGET = 8000
@@ -103,17 +102,13 @@ def _clear_caches() -> None:
 
 
 def cost(tok: Tokenizer) -> dict[str, object]:
-    model = embedded_model_dir()
-    chat_tok = ChatTokenizer.load(model)
-    config = Config()
-    tiers = build_tiers(config.runner.tiers)
-    # As a gateway would: the served model's tokenizer for estimates and cuts, its template for the count.
-    served = Tokenizer.load(model)
-    cleaner = ChatCleaner(config, tokenizer=served)
+    # The request path ask and serve share (docsan.runner.request): the served model's tokenizer for estimates
+    # and cuts, its template for the count, the routing decision.
+    path = RequestPath(Config(), model_dir=embedded_model_dir())
+    chat_tok = path.chat_tokenizer
 
     def chat_request(messages: list[dict]) -> None:
-        result = cleaner.clean(messages, budget=BUDGET, count_messages=chat_tok.count_messages)
-        route(len(chat_tok.prompt_ids(result.messages)), 256, tiers, hard_limit=config.runner.hard_limit)
+        path.chat(messages, RequestOptions(max_tokens=256, budget_tokens=BUDGET))
 
     short = [
         {"role": "system", "content": "You are a helpful assistant."},
@@ -152,11 +147,8 @@ def cost(tok: Tokenizer) -> dict[str, object]:
         n += 1
 
     def document_request() -> None:
-        cleaned = clean_text(text, config)
-        guarded = guard_special_tokens(cleaned.document, model)
-        fitted = fit_context(guarded.document, question, 4000, chat_tok, model)
-        ids = chat_tok.prompt_ids(build_messages(fitted.text, question))
-        route(len(ids), 256, tiers, hard_limit=config.runner.hard_limit)
+        doc = text_document(text.encode(), "<8k>")
+        path.document(doc, question, RequestOptions(max_tokens=256, budget_tokens=4000))
 
     document_request()
     fitted_prompt = build_messages(text[: len(text) // 2], question)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,18 +97,29 @@ def run_micro(name: str, *, timeout_s: float) -> dict:
         return {"status": "ok", "seconds": seconds, "result": json.loads(out.read_text(encoding="utf-8"))}
 
 
+def _build_venv(script: str, what: str, ready: Callable[[], bool], log=log) -> str | None:
+    """Run ``bench/<script>`` when ``ready()`` says its environment is missing; a note when that fails."""
+    if ready():
+        return None
+    log(f"building the environment for {what} (bench/{script}; a few minutes)")
+    proc = subprocess.run(["bash", str(ROOT / "bench" / script)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not ready():
+        tail = [x for x in proc.stderr.strip().splitlines() if x.strip()][-1:]
+        return f"{what} could not be installed: {tail[0][:300] if tail else 'unknown error'}"
+    return None
+
+
 def ensure_unstructured(log=log) -> str | None:
     """Build .venv-bench/ with bench/setup_unstructured.sh when it is missing; a note when that fails."""
-    if tools_speed.unstructured_python() is not None:
-        return None
-    log("building .venv-bench/ for Unstructured (bench/setup_unstructured.sh; a few minutes)")
-    proc = subprocess.run(
-        ["bash", str(ROOT / "bench" / "setup_unstructured.sh")], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0 or tools_speed.unstructured_python() is None:
-        tail = [x for x in proc.stderr.strip().splitlines() if x.strip()][-1:]
-        return f"Unstructured could not be installed: {tail[0][:300] if tail else 'unknown error'}"
-    return None
+    def ready() -> bool:
+        return tools_speed.unstructured_python() is not None
+
+    return _build_venv("setup_unstructured.sh", "Unstructured", ready, log)
+
+
+def ensure_docling(log=log) -> str | None:
+    """Build .venv-docling/ (Docling's chunker, for bench_chunk) with bench/setup_docling.sh when it is missing."""
+    return _build_venv("setup_docling.sh", "Docling's chunker", (ROOT / ".venv-docling" / ".ready").is_file, log)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -129,6 +141,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "unstructured pymupdf4llm\npymupdf4llm_nolayout docsan_ocr; quality: seed plain pdf; micro: bench_tokens ...)",
     )
     p.add_argument("--only", choices=["speed", "micro", "quality"], nargs="*", help="run only these parts")
+    p.add_argument("--micro", nargs="*", help="only these micro-benchmarks, by module name (default: all)")
+    p.add_argument(
+        "--keep-previous",
+        action="store_true",
+        help="keep what this run leaves out (parts, micro-benchmarks) from the previous docs/benchmarks.json",
+    )
     p.add_argument(
         "--all-tools", action="store_true", help="also the optional tools (pymupdf4llm with its layout model off)"
     )
@@ -170,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         note = ensure_unstructured()
         if note:
             notes.append(note)
+    if "bench_chunk" not in skip and not args.no_setup and "micro" in parts:
+        note = ensure_docling()
+        if note:
+            notes.append(note)
     t0 = time.perf_counter()
     results: dict = {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -199,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     if "micro" in parts:
         results["micro"] = {}
         for name in micro_modules():
+            if args.micro is not None and name not in args.micro:
+                continue
             if name in skip:
                 results["micro"][name] = {"status": "skipped (--skip)"}
                 continue
@@ -207,10 +231,30 @@ def main(argv: list[str] | None = None) -> int:
     if "quality" in parts:
         results["quality"] = quality.run(corpus, files, timeout_s=args.timeout, skip=skip, log=log)
     results["total_s"] = round(time.perf_counter() - t0, 1)
+    if args.keep_previous:
+        _keep_previous(results, args.docs / "benchmarks.json")
     for path in report.write(results, args.docs):
         log(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     log(f"done in {results['total_s']:.0f} s")
     return 0
+
+
+def _keep_previous(results: dict, path: Path) -> None:
+    """Fill in what this run did not measure from the previous results, saying from when."""
+    if not path.is_file():
+        return
+    previous = json.loads(path.read_text(encoding="utf-8"))
+    kept = [part for part in ("speed", "quality") if part not in results and part in previous]
+    for part in kept:
+        results[part] = previous[part]
+    micro = results.setdefault("micro", {})
+    present = set(micro_modules())
+    for name, entry in previous.get("micro", {}).items():
+        if name not in micro and name in present:  # a module since removed is not reported as if still measured
+            micro[name] = entry
+            kept.append(name)
+    if kept:
+        results["kept"] = f"{', '.join(kept)} (from the run of {previous.get('date')}, `{previous.get('command')}`)"
 
 
 if __name__ == "__main__":

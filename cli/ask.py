@@ -9,12 +9,24 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import BackendChoice, ConfigOption, err_console, fail, get_config
-from cli.exit_codes import ExitCode
 from docsan.errors import DocsanError
 
+from .common import (
+    BackendChoice,
+    ConfigOption,
+    FormatOption,
+    JsonAlias,
+    TextOrJson,
+    err_console,
+    fail,
+    get_config,
+    wants_json,
+)
+from .exit_codes import ExitCode
+
 if TYPE_CHECKING:
-    from docsan.runner.ask import Answer, Prepared
+    from docsan.runner.ask import Answer
+    from docsan.runner.request import Prepared
 
 
 def ask(
@@ -39,16 +51,25 @@ def ask(
         bool | None, typer.Option("--stream/--no-stream", help="Stream the answer (default: on a terminal).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the routing decision; run nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    fmt: FormatOption = TextOrJson.text,
+    json_alias: JsonAlias = False,
     backend: Annotated[
         BackendChoice | None, typer.Option("--backend", help="embedded (CPU, default), inprocess (GPU), remote.")
     ] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Remote backend: one OpenAI-compatible server for every tier.")
     ] = None,
-    model: Annotated[
+    tokenizer: Annotated[
         Path | None,
-        typer.Option("--model", help="Served model folder whose tokenizer counts the prompt (default: bundled)."),
+        typer.Option(
+            "--tokenizer",
+            help="The served model's folder: its tokenizer and chat template count the prompt (default: bundled).",
+        ),
+    ] = None,
+    model_alias: Annotated[Path | None, typer.Option("--model", hidden=True, help="The same as --tokenizer.")] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="Write the audit (every removal: cleaning, control tokens, budget) as JSON."),
     ] = None,
     config_file: ConfigOption = None,
 ) -> None:
@@ -63,6 +84,7 @@ def ask(
     from docsan.runner.errors import GuardError
     from docsan.runner.queue import DeferredQueue
 
+    as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     backend_name = backend.value if backend else config.runner.backend
     try:
@@ -75,16 +97,18 @@ def ask(
             budget_tokens=budget,
             max_tokens=max_tokens,
             priority=priority,
-            coerce=coerce,
-            model_dir=model,
+            coerce=coerce or None,
+            model_dir=tokenizer or model_alias,
             on_convert=lambda msg: err_console.print(f"docsan: {msg}", highlight=False),
         )
     except GuardError as err:
         fail(str(err), ExitCode.REFUSED)
     except DocsanError as err:
         fail(str(err))
+    if report is not None:
+        _write_report(prepared, report)
     if dry_run:
-        _print_decision(prepared, as_json)
+        _print_decision(prepared, backend_name, as_json)
         return
     live = stream if stream is not None else (sys.stdout.isatty() and not as_json)
     if not as_json:
@@ -109,18 +133,25 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
-def _decision_dict(p: Prepared) -> dict[str, object]:
+def _write_report(p: Prepared, path: Path) -> None:
+    try:
+        path.write_text(json.dumps(p.report.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    except OSError as err:
+        fail(f"{path}: cannot write the report: {err.strerror}")
+
+
+def _decision_dict(p: Prepared, backend: str) -> dict[str, object]:
     return {
         **p.decision.to_dict(),
-        "backend": p.backend,
+        "backend": backend,
         "tokens_removed_by_cleaning": p.tokens_removed_by_cleaning,
         "tokens_removed_by_budget": p.tokens_removed_by_budget,
     }
 
 
-def _print_decision(p: Prepared, as_json: bool) -> None:
+def _print_decision(p: Prepared, backend: str, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(_decision_dict(p), ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(_decision_dict(p, backend), ensure_ascii=False) + "\n")
         return
     d = p.decision
     where = "deferred queue" if d.deferred else f"tier {d.tier}"
@@ -132,7 +163,7 @@ def _print_decision(p: Prepared, as_json: bool) -> None:
 def _print_answer(answer: Answer, as_json: bool, *, streamed: bool) -> None:
     p, gen = answer.prepared, answer.generation
     if as_json:
-        out = {**_decision_dict(p), "job_id": answer.job_id}
+        out = {**_decision_dict(p, answer.backend), "job_id": answer.job_id}
         if gen is not None:
             out |= {
                 "answer": gen.text,
@@ -149,7 +180,7 @@ def _print_answer(answer: Answer, as_json: bool, *, streamed: bool) -> None:
         sys.stdout.write(gen.text)
     sys.stdout.write("\n")
     sys.stdout.flush()
-    engine = " (embedded CPU engine: every tier runs SmolLM2-135M)" if p.backend == "embedded" else ""
+    engine = " (embedded CPU engine: every tier runs SmolLM2-135M)" if answer.backend == "embedded" else ""
     cut = ", cut at max_tokens" if gen.finish_reason == "length" else ""
     err_console.print(
         f"tier {p.decision.tier}{engine} · prompt {p.decision.prompt_tokens} tokens · "

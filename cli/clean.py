@@ -10,23 +10,33 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.common import ConfigOption, choices, err_console, error_line, fail, get_config
-from cli.exit_codes import ExitCode
-from docsan.batch import clean_inputs, expand_inputs, render_output
+from docsan.batch import expand_inputs, render_output
+from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
+from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
+from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
+from docsan.pipeline import CleanResult
 from docsan.render import OutputFormat, dumps
+from docsan.report_html import render_report_html
+
+from .common import ConfigOption, choices, err_console, error_line, fail, get_config
+from .exit_codes import ExitCode
+from .summary import Summary
 
 OutputChoice = choices("OutputChoice", OutputFormat)
 TableChoice = choices("TableChoice", TablePolicy)
 StrategyChoice = choices("StrategyChoice", BudgetStrategy)
 OcrChoice = choices("OcrChoice", OcrMode)
+EngineChoice = choices("EngineChoice", Engine)
 TEXT = OutputChoice("text")
+_SUFFIX = {"text": ".txt", "markdown": ".md", "html": ".html", "json": ".json"}
 
 
 def output_path(out_dir: Path, src: Path, fmt: str, is_chat: bool, taken: set[Path] | None = None) -> Path:
     """Where ``src``'s output goes; an input named like an earlier one (a/x.txt, b/x.txt) gets -2, -3..."""
-    suffix = ".json" if fmt == "json" or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
+    # A chat renders as messages JSON in the text formats.
+    suffix = ".json" if is_chat and fmt in ("text", "markdown") else _SUFFIX[fmt]
     stem = src.name if src.suffix.lower() != suffix else src.stem + ".clean"
     path, n = out_dir / (stem + suffix), 1
     while taken is not None and path in taken:
@@ -42,13 +52,15 @@ def clean(
         list[Path], typer.Argument(help="Files or folders to clean ('-' reads standard input).", show_default=False)
     ],
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Output file (one input) or folder (several).")
+        Path | None,
+        typer.Option("-o", "--output", help="Output file (one input; '-': standard output) or folder (several)."),
     ] = None,
     fmt: Annotated[
-        OutputChoice, typer.Option("--format", "-f", help="text, markdown, or json (text + statistics + removals).")
+        OutputChoice, typer.Option("--format", "-f", help="text, markdown, json (text, pages, blocks, report), html.")
     ] = TEXT,
     report: Annotated[
-        Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")
+        Path | None,
+        typer.Option("--report", help="Write the audit of every removal and change as JSON ('-': standard output)."),
     ] = None,
     lang: Annotated[
         str | None,
@@ -97,11 +109,61 @@ def clean(
         bool,
         typer.Option("--keep-control-tokens", help="Do not escape text that spells the tokenizer's control tokens."),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Worker processes for several inputs (default: the usable cores)."),
+    ] = None,
+    document_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--document-timeout",
+            min=1,
+            help=f"Fail a document that takes longer, OCR included (default {DEFAULT_DOCUMENT_TIMEOUT_S:g} s "
+            "with workers).",
+            show_default=False,
+        ),
+    ] = None,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails.")] = False,
+    engine: Annotated[
+        EngineChoice | None,
+        typer.Option("--engine", help="local (worker processes, --jobs) or ray (Ray Data tasks on a Ray cluster)."),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address", help="With --engine ray: the cluster to join (auto, ray://HOST:10001; default: start one)."
+        ),
+    ] = None,
+    corpus_dedupe: Annotated[
+        bool,
+        typer.Option(
+            "--corpus-dedupe", help="Remove paragraphs an earlier document (of this run or of the index) already has."
+        ),
+    ] = False,
+    index: Annotated[
+        str | None,
+        typer.Option(
+            "--index",
+            help="Corpus index for --corpus-dedupe: a SQLite file or redis://HOST:PORT/DB "
+            "(default: docsan-index.sqlite in the -o folder).",
+            show_default=False,
+        ),
+    ] = None,
+    html_report: Annotated[
+        Path | None,
+        typer.Option("--html-report", help="Write a page showing every removal beside the original (one for all)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="No summary at the end; errors only.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Summary even when stderr is not a terminal, with extraction notes.")
+    ] = False,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
     Every removal is recorded: use --report to see what went and why.
     """
+    if quiet and verbose:
+        fail("-q and -v exclude each other", ExitCode.USAGE)
     config: Config = get_config(config_file)
     extract: dict[str, object] = {}
     if lang:
@@ -116,6 +178,21 @@ def clean(
         extract["ocr"] = "never"
     if budget is None and (query is not None or strategy is not None):
         fail("--query and --strategy need --budget N", ExitCode.USAGE)
+    if index is not None and not corpus_dedupe:
+        fail("--index needs --corpus-dedupe", ExitCode.USAGE)
+    use_ray = engine is not None and engine.value == "ray"
+    if ray_address is not None and not use_ray:
+        fail("--ray-address needs --engine ray", ExitCode.USAGE)
+    if use_ray and jobs is not None:
+        fail("--jobs is for --engine local; Ray uses the cluster's CPUs", ExitCode.USAGE)
+    output = None if _is_stdout(output) else output
+    to_stdout = [name for name, p in (("--report", report), ("--html-report", html_report)) if _is_stdout(p)]
+    if to_stdout and (output is None or len(to_stdout) > 1):
+        fail(
+            f"{' and '.join(to_stdout)} - and the cleaned text cannot all go to standard output: give -o FILE",
+            ExitCode.USAGE,
+        )
+    show_summary = not quiet and (verbose or err_console.is_terminal)
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
@@ -129,23 +206,55 @@ def clean(
         )
         if keep_control_tokens:
             config = config.with_overrides(stages=tuple(s for s in config.stages if s != "special_tokens"))
-        inputs = expand_inputs(paths)
-        outcomes = clean_inputs(inputs, config)
+        # Counted only when someone reads the counts: the summary, the report's token bars.
+        count = Tokenizer.load(tokenizer).count if show_summary or html_report is not None else None
+        stage_count = count if html_report is not None else None
+        skip = None if quiet else _say_skipped
+        inputs = expand_inputs(paths, exclude=output, on_skip=skip)
+        # An existing folder given as -o receives the output even for one input, like cp and mv.
+        several = len(inputs) > 1 or any(p.is_dir() for p in paths) or (output is not None and output.is_dir())
+        # One input runs here (no worker to start), unless it needs a worker for its time limit.
+        workers = jobs if several else 1
+        if use_ray:
+            from docsan.corpus.ray_engine import clean_files_ray
+
+            # Ray tasks build their own pipeline: the report's per-stage token bars are left out there.
+            outcomes = clean_files_ray(inputs, config, address=ray_address, document_timeout=document_timeout)
+        else:
+            outcomes = clean_files(
+                inputs,
+                config,
+                jobs=workers,
+                document_timeout=document_timeout,
+                fail_fast=fail_fast,
+                ordered=True,
+                count=stage_count,
+            )
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)
 
     if not inputs:
         fail("no input files found", ExitCode.USAGE)
-    # An existing folder given as -o receives the output even for one input, like cp and mv.
-    several = len(inputs) > 1 or any(p.is_dir() for p in paths) or (output is not None and output.is_dir())
     if several and output is None:
         fail("several inputs need -o DIR to write one output per input", ExitCode.USAGE)
     if several:
         assert output is not None
         _make_dir(output, "-o")
-    if report is not None:
-        _check_writable(report, "--report")
+    for target, flag in ((report, "--report"), (html_report, "--html-report")):
+        if target is not None and not _is_stdout(target):
+            _check_writable(target, flag)
+    if corpus_dedupe:
+        if index is None and not several:
+            fail("--corpus-dedupe on one input needs --index PATH (the corpus it joins)", ExitCode.USAGE)
+        location = index if index is not None else str(output / "docsan-index.sqlite")  # type: ignore[operator]
+        try:
+            dedupe = CorpusDedupe.open(location, config)
+        except DocsanError as err:
+            fail(str(err), ExitCode.USAGE)
+        outcomes = dedupe_outcomes(outcomes, dedupe)
 
+    summary = Summary(count, verbose=verbose) if count is not None and show_summary else None
+    results: list[CleanResult] = []
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
     failed = partial = 0
@@ -153,21 +262,35 @@ def clean(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("{task.fields[pages]} pages"),
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
         disable=not (several and err_console.is_terminal),
+        # No refresh thread: worker processes are forked while the bar is up, and a fork must not
+        # copy a thread holding the console's lock. The bar redraws at each finished document.
+        auto_refresh=False,
     )
+    done = pages_done = 0
     with progress:
-        task = progress.add_task("cleaning", total=len(inputs))
+        task = progress.add_task("cleaning", total=len(inputs), pages=0)
         for outcome in outcomes:
-            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1)
+            done += 1
+            pages_done += len(outcome.result.original.pages) if outcome.result is not None else 0
+            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1, pages=pages_done)
+            progress.refresh()
             if outcome.result is None:
                 failed += 1
+                if summary is not None:
+                    summary.failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
                 error_line(outcome.error or f"{outcome.source}: failed")
+                if fail_fast:
+                    break
                 continue
             result = outcome.result
+            for finding in result.report.with_code(DUPLICATE_DOCUMENT):
+                err_console.print(f"docsan: {outcome.source}: {finding.reason}", markup=False, highlight=False)
             text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
             try:
                 if several:
@@ -188,13 +311,24 @@ def clean(
                 err_console.print(f"{outcome.source}: {gap}", highlight=False, markup=False)
             partial += result.report.partial
             reports.append(result.report.to_dict())
+            if html_report is not None:
+                results.append(result)
+            if summary is not None:
+                summary.add(result)
 
+    if corpus_dedupe:
+        dedupe.close()
     if report is not None:
         payload: object = reports[0] if not several and reports else reports
-        try:
-            report.write_text(dumps(payload) + "\n", encoding="utf-8")
-        except OSError as err:
-            fail(f"{report}: cannot write the report: {err.strerror}", ExitCode.FAILED)
+        _write(report, dumps(payload) + "\n", "--report")
+    if html_report is not None:
+        _write(html_report, render_report_html(results, title=_report_title(inputs)), "--html-report")
+    if summary is not None:
+        for line in summary.lines():
+            err_console.print(line, highlight=False, markup=False)
+    if done < len(inputs):
+        left = len(inputs) - done
+        error_line(f"--fail-fast: stopped at the first failure; {left} of {len(inputs)} inputs not cleaned")
     if failed:
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")
@@ -217,3 +351,27 @@ def _check_writable(path: Path, flag: str) -> None:
     _make_dir(path.parent, flag)
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         fail(f"{path}: {flag} cannot be written (permission denied)", ExitCode.USAGE)
+
+
+def _say_skipped(path: Path) -> None:
+    err_console.print(f"docsan: skipped {path}: unsupported file type", highlight=False, markup=False)
+
+
+def _is_stdout(path: Path | None) -> bool:
+    return path is not None and str(path) == "-"
+
+
+def _write(path: Path, text: str, flag: str) -> None:
+    """Write a report file, or standard output for ``-``."""
+    if _is_stdout(path):
+        sys.stdout.write(text)
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        fail(f"{path}: cannot write the {flag[2:]}: {err.strerror}", ExitCode.FAILED)
+
+
+def _report_title(inputs: list[Path]) -> str:
+    return f"docsan report: {inputs[0]}" if len(inputs) == 1 else f"docsan report: {len(inputs)} files"

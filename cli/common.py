@@ -11,10 +11,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from cli.exit_codes import ExitCode
 from docsan.config import Config, load_config
 from docsan.config.runner import BackendName
 from docsan.errors import DocsanError
+
+from .exit_codes import ExitCode
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -48,3 +49,18 @@ def get_config(path: Path | None) -> Config:
         return load_config(path)
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)
+
+
+class TextOrJson(StrEnum):
+    text = "text"
+    json = "json"
+
+
+# One name for one idea: every command that can print JSON takes --format json, as clean does.
+FormatOption = Annotated[TextOrJson, typer.Option("--format", "-f", help="text, or json.")]
+# The older spelling, kept working for existing scripts; not shown in help.
+JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")]
+
+
+def wants_json(fmt: TextOrJson, alias: bool) -> bool:
+    return alias or fmt is TextOrJson.json

@@ -139,4 +139,5 @@ def default_toml() -> str:
     for name in [*DEFAULT_STAGES, *(n for n in REGISTRY if n not in DEFAULT_STAGES)]:
         out += _section(name, _stage_class(name), _stage_defaults(name))
     out += _model_sections("runner", cfg.runner)
+    out += _model_sections("serve", cfg.serve)
     return "\n".join(out) + "\n"

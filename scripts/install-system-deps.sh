@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Installs the system packages docsan needs (tesseract with Chinese and English
-# data, and orientation detection). As root it installs them with apt-get;
-# otherwise it checks and says exactly what to install.
+# data, and orientation detection; redis-server, which the tests of the shared
+# corpus index start on a free port) and, for the --html-report browser tests,
+# Debian's Chromium. As root it installs them with apt-get; otherwise it checks
+# and says exactly what to install (Chromium only with a note: the library and
+# the command do not need it).
 set -euo pipefail
 
 # The OCR languages docsan picks from a page's script (docsan/extract/ocr.py SCRIPT_LANGS): about
 # 1 MB each. DejaVu Sans: the right-to-left PDFs the tests write.
 PACKAGES=(tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-eng tesseract-ocr-osd
           tesseract-ocr-chi-tra tesseract-ocr-jpn tesseract-ocr-kor tesseract-ocr-rus tesseract-ocr-ara
-          tesseract-ocr-heb tesseract-ocr-tha tesseract-ocr-ell tesseract-ocr-hin fonts-dejavu-core)
+          tesseract-ocr-heb tesseract-ocr-tha tesseract-ocr-ell tesseract-ocr-hin fonts-dejavu-core redis-server)
+# fonts-liberation: Chromium only recommends a font, and --no-install-recommends would leave it with none.
+BROWSER=(chromium chromium-driver fonts-liberation)
 
-have_all() {
+have_tesseract() {
     command -v tesseract >/dev/null 2>&1 || return 1
+    command -v redis-server >/dev/null 2>&1 || return 1
     local langs
     langs=$(tesseract --list-langs 2>/dev/null)
     for l in chi_sim eng osd chi_tra jpn kor rus ara heb tha ell hin; do
@@ -19,17 +25,28 @@ have_all() {
     done
 }
 
-if have_all; then
+have_browser() {
+    [ -x /usr/bin/chromium ]
+}
+
+if have_tesseract && have_browser; then
     exit 0
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "docsan setup: installing ${PACKAGES[*]}" >&2
+    wanted=()
+    have_tesseract || wanted+=("${PACKAGES[@]}")
+    have_browser || wanted+=("${BROWSER[@]}")
+    echo "docsan setup: installing ${wanted[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
-    have_all && exit 0
+    apt-get install -y -qq --no-install-recommends "${wanted[@]}" >/dev/null
 fi
-echo "docsan setup: tesseract or some of its language data (chi_sim eng osd chi_tra jpn kor rus ara heb tha ell hin) is missing." >&2
+if ! have_browser; then
+    echo "docsan setup: note: Chromium is missing; the --html-report browser tests will skip." >&2
+    echo "  Debian/Ubuntu: sudo apt-get install ${BROWSER[*]}" >&2
+fi
+have_tesseract && exit 0
+echo "docsan setup: tesseract or some of its language data (chi_sim eng osd chi_tra jpn kor rus ara heb tha ell hin), or redis-server, is missing." >&2
 echo "  Debian/Ubuntu: sudo apt-get install ${PACKAGES[*]}" >&2
-echo "  macOS:         brew install tesseract tesseract-lang" >&2
+echo "  macOS:         brew install tesseract tesseract-lang redis" >&2
 exit 1

@@ -40,7 +40,7 @@ def _page_letters(path: Path) -> dict[int, int] | None:
     try:
         with pymupdf.open(path) as doc:
             return {i + 1: letters(page.get_text()) for i, page in enumerate(doc)}
-    except (RuntimeError, ValueError):
+    except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase):
         return None  # MuPDF cannot read it either: nothing to compare with
 
 

@@ -36,7 +36,7 @@ def test_prompt_fits_budget_exactly_and_keeps_the_relevant_paragraph(model: Path
     tok = ChatTokenizer.load(model)
     doc = text_document(_long_doc_with_fact(), "long.txt")
     question = "What is the vault combination for the archive room?"
-    fitted = fit_context(doc, question, budget, tok, model)
+    fitted = fit_context(doc, question, budget, tok)
     prompt = tok.prompt_ids(build_messages(fitted.text, question))
     assert len(prompt) <= budget
     assert len(prompt) >= 0.9 * budget  # the budget is used, not wasted

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from docsan.config.runner import RunnerConfig
+from docsan.config.serve import ServeConfig
 from docsan.errors import ConfigError
 
 # The choices of options that the command line offers by name (its enums are built from these).
@@ -129,6 +130,8 @@ class Config(BaseModel):
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # The bundled vLLM runner (`docsan ask`, `plan`, `queue`): tiers, limits, backend.
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    # The gateway (`docsan serve`): listening address, limits, keys, polling.
+    serve: ServeConfig = Field(default_factory=ServeConfig)
 
     def stage_options(self, name: str) -> dict[str, Any]:
         return dict(self.options.get(name, {}))
@@ -196,6 +199,7 @@ class Config(BaseModel):
                 extract=self.extract.model_copy(update=extract or {}),
                 options=new_options,
                 runner=self.runner,
+                serve=self.serve,
             )
         except ValidationError as err:
             raise ConfigError(_one_line(err)) from None
@@ -219,7 +223,7 @@ def config_from_dict(data: dict[str, Any], name: str = "config") -> Config:
     """Build a :class:`Config` from the parsed TOML layout described above."""
     data = dict(data)
     top: dict[str, Any] = {}
-    for key in ("stages", "extract", "runner"):
+    for key in ("stages", "extract", "runner", "serve"):
         if key in data:
             top[key] = data.pop(key)
     bad = [k for k, v in data.items() if not isinstance(v, dict)]

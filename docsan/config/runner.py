@@ -42,6 +42,9 @@ class RunnerConfig(BaseModel):
     # Prompt token budget for `docsan ask` (chat template included); None: no truncation, the
     # guard and the router decide (a long document then goes to the deferred queue or is refused).
     budget_tokens: int | None = Field(None, gt=0)
+    # A max_tokens of 0, negative or not an integer is refused (false) or replaced by the tier's default (true);
+    # `docsan ask --coerce` turns it on for one request.
+    coerce_max_tokens: bool = False
     # The deferred queue's SQLite file; None: $DOCSAN_HOME/queue.sqlite3.
     queue_path: Path | None = None
     # Remote backend: seconds to wait for a connection.

@@ -1,4 +1,4 @@
-"""`docsan ask` as a library call: extract → clean → budget → guard → route → run (or defer).
+"""`docsan ask` as a library call: extract, the shared request path (docsan.runner.request), run or defer.
 
 Split in two so ``--dry-run`` shares every step but the last: :func:`prepare` builds the
 prompt and the routing decision without touching an engine; :func:`execute` runs it or
@@ -11,30 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from docsan.api import clean_file
-from docsan.budget import Tokenizer, neutralise
 from docsan.config import Config
-from docsan.render import render_text
+from docsan.extract import load
 from docsan.runner.backends.base import Backend, Generation, GenerationRequest, OnText
-from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
-from docsan.runner.prompt import ChatTokenizer, Messages, build_messages, fit_context, guard_special_tokens
 from docsan.runner.queue import DeferredQueue
-from docsan.runner.router import Decision, route
-from docsan.runner.tiers import Tier, build_tiers
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    source: str
-    question: str
-    messages: Messages
-    prompt_ids: list[int]
-    decision: Decision
-    tiers: dict[str, Tier]
-    tokens_removed_by_cleaning: int
-    tokens_removed_by_budget: int
-    backend: str
+from docsan.runner.request import Prepared, RequestOptions, RequestPath, model_limits_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +25,7 @@ class Answer:
     generation: Generation | None
     # Set instead of a generation when the request went to the deferred queue.
     job_id: str | None
+    backend: str
 
 
 def prepare(
@@ -55,50 +38,25 @@ def prepare(
     budget_tokens: int | None = None,
     max_tokens: object = None,
     priority: bool = False,
-    coerce: bool = False,
+    coerce: bool | None = None,
     model_dir: str | Path | None = None,
     on_convert: Callable[[str], None] | None = None,
 ) -> Prepared:
     """Everything up to the engine: raises GuardError/InputError/RunnerError for what cannot be asked."""
-    runner = config.runner
-    tiers = build_tiers(runner.tiers)
-    # Counting needs the served model's tokenizer: --model, else the bundled SmolLM2 (what the embedded engine runs).
-    model = Path(model_dir) if model_dir else embedded_model_dir(on_convert=on_convert)
-    tokenizer = ChatTokenizer.load(model)
-    cleaned = clean_file(path, config)  # Pipeline.from_config(config): the configured stages
-    guarded = guard_special_tokens(cleaned.document, model)
-    question, _ = neutralise(question, Tokenizer.load(model))  # the question is user text too
-    fitted = fit_context(guarded.document, question, budget_tokens or runner.budget_tokens, tokenizer, model)
-    messages = build_messages(fitted.text, question)
-    prompt_ids = tokenizer.prompt_ids(messages)
+    path_ = RequestPath(config, model_dir=model_dir, on_convert=on_convert)
     # The embedded engine serves every tier with one model: its position limit caps every tier.
-    model_limit = None
+    limit = None
     if backend == "embedded":
-        model_limit = runner.embedded.max_model_len or load_model_info(model).max_position_embeddings
-    decision = route(
-        len(prompt_ids),
-        max_tokens,
-        tiers,
-        forced=tier,
+        limit = config.runner.embedded.max_model_len or load_model_info(path_.model_dir).max_position_embeddings
+    options = RequestOptions(
+        max_tokens=max_tokens,
         priority=priority,
+        tier=tier,
         coerce=coerce,
-        hard_limit=runner.hard_limit,
-        model_limit=model_limit,
+        budget_tokens=budget_tokens,
+        model_limits=model_limits_for(path_.tiers, limit),
     )
-    removed_by_cleaning = tokenizer.count(render_text(cleaned.original)) - tokenizer.count(
-        render_text(cleaned.document)
-    )
-    return Prepared(
-        source=str(path),
-        question=question,
-        messages=messages,
-        prompt_ids=prompt_ids,
-        decision=decision,
-        tiers=tiers,
-        tokens_removed_by_cleaning=removed_by_cleaning,
-        tokens_removed_by_budget=fitted.tokens_removed,
-        backend=backend,
-    )
+    return path_.document(load(path, config.extract), question, options)
 
 
 def execute(prepared: Prepared, backend: Backend, queue: DeferredQueue, on_text: OnText | None = None) -> Answer:
@@ -114,9 +72,9 @@ def execute(prepared: Prepared, backend: Backend, queue: DeferredQueue, on_text:
             messages=prepared.messages,
             prompt_ids=prepared.prompt_ids,
         )
-        return Answer(prepared, None, job_id)
+        return Answer(prepared, None, job_id, backend.name)
     request = GenerationRequest(messages=prepared.messages, prompt_ids=prepared.prompt_ids, max_tokens=d.max_tokens)
-    return Answer(prepared, backend.generate(prepared.tiers[d.tier], request, on_text), None)
+    return Answer(prepared, backend.generate(prepared.tiers[d.tier], request, on_text), None, backend.name)
 
 
 def ask(

@@ -14,7 +14,16 @@ class TierError(RunnerError):
 
 
 class GuardError(RunnerError):
-    """A request was refused before reaching any engine (bad max_tokens, over a limit)."""
+    """A request was refused before reaching any engine (bad max_tokens, over a limit).
+
+    ``param`` names the request field at fault and ``code`` says what is wrong with it, so the gateway
+    can answer in OpenAI's error shape (``context_length_exceeded`` for anything over a limit).
+    """
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+        self.code = code
 
 
 class BackendError(RunnerError):

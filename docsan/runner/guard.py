@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from docsan.runner.errors import GuardError
 
+# OpenAI's error code for a prompt + answer over the model's context.
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+
 
 @dataclass(frozen=True, slots=True)
 class MaxTokens:
@@ -30,7 +33,11 @@ def resolve_max_tokens(requested: object, default: int, *, coerce: bool = False)
     problem = "must be an integer" if not isinstance(requested, int) or isinstance(requested, bool) else "must be ≥ 1"
     if coerce:
         return MaxTokens(default, f"max_tokens={requested!r} {problem}: replaced by the tier default {default}")
-    raise GuardError(f"max_tokens={requested!r} refused: max_tokens {problem} (or omit it for the tier default)")
+    raise GuardError(
+        f"max_tokens={requested!r} refused: max_tokens {problem} (or omit it for the tier default)",
+        param="max_tokens",
+        code="invalid_value",
+    )
 
 
 def check_hard_limit(prompt_tokens: int, max_tokens: int, hard_limit: int) -> None:
@@ -38,7 +45,9 @@ def check_hard_limit(prompt_tokens: int, max_tokens: int, hard_limit: int) -> No
     if total > hard_limit:
         raise GuardError(
             f"prompt {prompt_tokens} + max_tokens {max_tokens} = {total} tokens exceeds limit {hard_limit}: "
-            "shorten the document (--budget) or lower --max-tokens"
+            "shorten the document (--budget) or lower --max-tokens",
+            param="messages",
+            code=CONTEXT_LENGTH_EXCEEDED,
         )
 
 
@@ -53,5 +62,7 @@ def check_fits(prompt_tokens: int, max_tokens: int, limit: int, where: str) -> N
         )
         raise GuardError(
             f"prompt {prompt_tokens} + max_tokens {max_tokens} = {total} tokens "
-            f"exceeds limit {limit} of {where}: {hint}"
+            f"exceeds limit {limit} of {where}: {hint}",
+            param="messages",
+            code=CONTEXT_LENGTH_EXCEEDED,
         )

@@ -37,9 +37,13 @@ CREATE TABLE IF NOT EXISTS jobs (
     answer TEXT,
     completion_tokens INTEGER,
     error TEXT,
-    finished REAL
+    finished REAL,
+    request TEXT,
+    response TEXT
 )
 """
+# Columns added after the first release: a queue file written by an older docsan gets them on open.
+ADDED_COLUMNS = {"request": "TEXT", "response": "TEXT"}
 
 
 def default_queue_path() -> Path:
@@ -62,10 +66,14 @@ class Job:
     completion_tokens: int | None
     error: str | None
     finished: float | None
+    # The gateway's jobs: the request's other OpenAI fields (temperature, stop, tools...) to send with the
+    # messages, and the upstream's whole completion once done. None for `docsan ask`'s jobs.
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
-        del d["messages"], d["prompt_ids"]  # the whole document: too long for a listing
+        del d["messages"], d["prompt_ids"], d["request"], d["response"]  # the whole document: too long for a listing
         return d
 
 
@@ -75,6 +83,10 @@ class DeferredQueue:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._conn() as conn:
             conn.execute(SCHEMA)
+            have = {row["name"] for row in conn.execute("PRAGMA table_info(jobs)")}
+            for column, kind in ADDED_COLUMNS.items():
+                if column not in have:
+                    conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
@@ -85,15 +97,17 @@ class DeferredQueue:
 
     def submit(
         self, *, tier: str, prompt_tokens: int, max_tokens: int, source: str, question: str,
-        messages: list[dict[str, str]], prompt_ids: list[int],
+        messages: list[dict[str, Any]], prompt_ids: list[int], request: dict[str, Any] | None = None,
     ) -> str:  # fmt: skip
-        job_id = uuid.uuid4().hex[:12]
+        # 128 random bits: a gateway job id is all a client needs to read its answer.
+        job_id = uuid.uuid4().hex
         with self._conn() as conn:
             conn.execute(
                 "INSERT INTO jobs (id, created, status, tier, prompt_tokens, max_tokens, source, question, messages,"
-                " prompt_ids) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
+                " prompt_ids, request) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (job_id, time.time(), tier, prompt_tokens, max_tokens, source, question,
-                 json.dumps(messages, ensure_ascii=False), json.dumps(prompt_ids)),
+                 json.dumps(messages, ensure_ascii=False), json.dumps(prompt_ids),
+                 None if request is None else json.dumps(request, ensure_ascii=False)),
             )  # fmt: skip
         return job_id
 
@@ -110,28 +124,35 @@ class DeferredQueue:
             row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return _job(row) if row else None
 
+    def claim(self, job_id: str) -> bool:
+        """Mark a pending job running; False when another drainer got it first."""
+        with self._conn() as conn:
+            claimed = conn.execute("UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'pending'", (job_id,))
+            return bool(claimed.rowcount)
+
     def claim_next(self) -> Job | None:
         """Mark the oldest pending job running and return it; None when nothing is pending."""
         while True:
             with self._conn() as conn:
                 row = conn.execute("SELECT id FROM jobs WHERE status = 'pending' ORDER BY created LIMIT 1").fetchone()
-                if row is None:
-                    return None
-                claimed = conn.execute(
-                    "UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'pending'", (row["id"],)
-                ).rowcount
-            if claimed:
+            if row is None:
+                return None
+            if self.claim(row["id"]):
                 job = self.get(row["id"])
                 assert job is not None
                 return job
             # another drainer claimed it between our SELECT and UPDATE: look again
 
-    def complete(self, job_id: str, answer: str, completion_tokens: int) -> None:
+    def complete(
+        self, job_id: str, answer: str, completion_tokens: int, response: dict[str, Any] | None = None
+    ) -> None:
         with self._conn() as conn:
             conn.execute(
-                "UPDATE jobs SET status = 'done', answer = ?, completion_tokens = ?, finished = ? WHERE id = ?",
-                (answer, completion_tokens, time.time(), job_id),
-            )
+                "UPDATE jobs SET status = 'done', answer = ?, completion_tokens = ?, finished = ?, response = ?"
+                " WHERE id = ?",
+                (answer, completion_tokens, time.time(),
+                 None if response is None else json.dumps(response, ensure_ascii=False), job_id),
+            )  # fmt: skip
 
     def fail(self, job_id: str, error: str) -> None:
         with self._conn() as conn:
@@ -144,6 +165,8 @@ def _job(row: sqlite3.Row) -> Job:
     d = dict(row)
     d["messages"] = json.loads(d["messages"])
     d["prompt_ids"] = json.loads(d["prompt_ids"])
+    for key in ADDED_COLUMNS:
+        d[key] = json.loads(d[key]) if d.get(key) else None
     return Job(**d)
 
 

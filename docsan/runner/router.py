@@ -8,10 +8,11 @@ tier that holds it (or refused when a tier was forced).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from docsan.runner.errors import GuardError
-from docsan.runner.guard import check_fits, check_hard_limit, resolve_max_tokens
+from docsan.runner.guard import CONTEXT_LENGTH_EXCEEDED, check_fits, check_hard_limit, resolve_max_tokens
 from docsan.runner.tiers import Tier
 
 
@@ -31,9 +32,11 @@ class Decision:
         return asdict(self)
 
 
-def effective_limit(tier: Tier, model_limit: int | None) -> int:
-    """The tier's max_model_len, capped by the running model's own limit (the embedded engine's 8192)."""
-    return min(tier.engine.max_model_len, model_limit) if model_limit else tier.engine.max_model_len
+def effective_limit(tier: Tier, model_limits: Mapping[str, int] | None) -> int:
+    """The tier's max_model_len, capped by what its engine really serves (the embedded model's 8192 positions,
+    or the max_model_len a tier's vLLM server reports)."""
+    cap = (model_limits or {}).get(tier.name)
+    return min(tier.engine.max_model_len, cap) if cap else tier.engine.max_model_len
 
 
 def route(
@@ -45,38 +48,43 @@ def route(
     priority: bool = False,
     coerce: bool = False,
     hard_limit: int,
-    model_limit: int | None = None,
+    model_limits: Mapping[str, int] | None = None,
 ) -> Decision:
     """Decide tier, max_tokens and deferral; raise :class:`GuardError` for anything refused."""
     notes: list[str] = []
     if forced is not None:
         if forced not in tiers:
-            raise GuardError(f"unknown tier {forced!r}: choose one of {', '.join(tiers)}")
+            raise GuardError(f"unknown tier {forced!r}: choose one of {', '.join(tiers)}", param="tier")
         tier = tiers[forced]
     else:
         serving = [t for t in tiers.values() if t.serves(prompt_tokens)]
         if not serving:
-            raise GuardError(f"no tier serves a prompt of {prompt_tokens} tokens (tiers: {_ranges(tiers)})")
+            raise GuardError(
+                f"no tier serves a prompt of {prompt_tokens} tokens, which exceeds limit of every tier "
+                f"(tiers: {_ranges(tiers)})",
+                param="messages",
+                code=CONTEXT_LENGTH_EXCEEDED,
+            )
         tier = serving[0]
     mt = resolve_max_tokens(requested_max_tokens, tier.default_max_tokens, coerce=coerce)
     if mt.note:
         notes.append(mt.note)
     check_hard_limit(prompt_tokens, mt.value, hard_limit)
-    largest = max(tiers.values(), key=lambda t: effective_limit(t, model_limit))
-    check_fits(prompt_tokens, mt.value, effective_limit(largest, model_limit), f"every tier (largest: {largest.name})")
+    largest = max(tiers.values(), key=lambda t: effective_limit(t, model_limits))
+    check_fits(prompt_tokens, mt.value, effective_limit(largest, model_limits), f"every tier (largest: {largest.name})")
     if forced is not None:
-        check_fits(prompt_tokens, mt.value, effective_limit(tier, model_limit), f"tier {tier.name}")
-    elif prompt_tokens + mt.value > effective_limit(tier, model_limit):
+        check_fits(prompt_tokens, mt.value, effective_limit(tier, model_limits), f"tier {tier.name}")
+    elif prompt_tokens + mt.value > effective_limit(tier, model_limits):
         # vLLM would accept the prompt and cut the answer short; move to a tier that holds both.
         bigger = next(
             (t for t in tiers.values()
              if t.min_prompt_tokens >= tier.min_prompt_tokens
-             and prompt_tokens + mt.value <= effective_limit(t, model_limit)),
+             and prompt_tokens + mt.value <= effective_limit(t, model_limits)),
             largest,
         )  # fmt: skip
         notes.append(
             f"re-routed {tier.name} → {bigger.name}: prompt {prompt_tokens} + max_tokens {mt.value} exceeds "
-            f"{tier.name}'s limit {effective_limit(tier, model_limit)}"
+            f"{tier.name}'s limit {effective_limit(tier, model_limits)}"
         )
         tier = bigger
     deferred = tier.priority_only and not priority
@@ -87,7 +95,7 @@ def route(
         prompt_tokens=prompt_tokens,
         max_tokens=mt.value,
         deferred=deferred,
-        limit=effective_limit(tier, model_limit),
+        limit=effective_limit(tier, model_limits),
         forced=forced is not None,
         priority=priority,
         notes=notes,

@@ -101,6 +101,9 @@ class Tier(BaseModel):
     priority_only: bool = False
     # For the remote backend: the tier's OpenAI-compatible server (a `vllm serve` deployment).
     base_url: str | None = None
+    # KV-cache tokens the tier's engine holds, for the gateway's admission ledger. None: what its vLLM server
+    # reports (vllm:cache_config_info), else `docsan plan`'s kv_capacity_tokens for its model and GPU.
+    capacity_tokens: int | None = Field(None, gt=0)
     engine: EngineArgs
 
     @model_validator(mode="after")

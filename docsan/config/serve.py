@@ -1,0 +1,50 @@
+"""The ``[serve]`` section of the TOML configuration: the gateway (``docsan serve``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MIB = 1024**2
+
+
+class ServeConfig(BaseModel):
+    """Everything ``docsan serve`` reads from ``[serve]``; the tiers and limits stay in ``[runner]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Loopback by default: exposing the gateway is a deliberate `--host 0.0.0.0`.
+    host: str = "127.0.0.1"
+    # The gateway's port (`docsan serve --port`; 0: any free one, printed at start-up).
+    port: int = Field(8080, ge=0, le=65535)
+    # A chat request body larger than this is refused with 413 before it is parsed. The incident's phones
+    # synced megabyte-sized histories; 8 MiB holds a 300-turn history of pasted pages with room to spare.
+    max_body_bytes: int = Field(8 * MIB, gt=0)
+    # Uploads to /v1/clean (PDFs are bigger than prompts).
+    max_upload_bytes: int = Field(64 * MIB, gt=0)
+    # More messages than this in one request is refused (400): each one costs pipeline and template work.
+    max_messages: int = Field(2000, gt=0)
+    # How long a request that does not fit its tier's KV ledger waits before 503 "memory limit".
+    queue_wait_s: float = Field(10.0, ge=0)
+    # Requests waiting per upstream beyond this are refused at once (503) instead of queued.
+    queue_max: int = Field(64, ge=0)
+    # Bearer tokens accepted on /v1/*; empty and no DOCSAN_API_KEYS in the environment: no authentication.
+    api_keys: list[str] = Field(default_factory=list)
+    # Bearer token for /admin/*, separate from the API keys; unset: the admin endpoints answer 403 (reload by
+    # SIGHUP only).
+    admin_token: str | None = None
+    # The served model's folder (tokenizer + chat template) for exact counts; unset: the bundled SmolLM2.
+    model: str | None = None
+    # Model names clients may send; empty: the ids the tiers' upstreams report on /v1/models.
+    model_names: list[str] = Field(default_factory=list)
+    # Seconds between polls of each upstream's /health and /metrics.
+    poll_interval_s: float = Field(1.0, gt=0)
+    # A metrics reading (or a health answer) older than this counts as "full" (or "not ready"): vLLM's gauges lag.
+    stale_after_s: float = Field(5.0, gt=0)
+    # Timeout of one poll request.
+    poll_timeout_s: float = Field(2.0, gt=0)
+    # False: admit by the ledger alone, for an upstream that serves no vLLM /metrics.
+    upstream_metrics: bool = True
+    # Seconds between the deferred-job drainer's looks at the queue.
+    drain_interval_s: float = Field(1.0, gt=0)
+    # The embedded upstream (no tier has a base_url): how long its vLLM server may take to answer /health.
+    embedded_start_timeout_s: float = Field(600.0, gt=0)

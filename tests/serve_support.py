@@ -1,0 +1,135 @@
+"""Gateway tests' parts: the real vLLM OpenAI server, a recording proxy in front of it, uvicorn in a thread.
+
+The vLLM server is started once per test session (conftest.py's ``vllm_url``) with the same launcher
+``docsan serve`` uses for its embedded upstream, kept small: 2048 positions, 256 MiB of KV cache.
+The proxy is a real HTTP server between the gateway and vLLM that records every chat request it
+forwards, so a test can say exactly what reached the upstream (or that nothing did).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from docsan.config import Config, config_from_dict
+from docsan.config.runner import EmbeddedConfig
+
+MIB = 1024**2
+# Small enough to start quickly and stay light beside other sessions; large enough for a 1.5k-token prompt.
+TEST_ENGINE = EmbeddedConfig(max_model_len=2048, kv_cache_bytes=256 * MIB, max_num_seqs=4)
+
+
+def test_tiers(url: str) -> dict[str, dict[str, Any]]:
+    """Three tiers scaled to the test server's 2048 positions (the seed's 2k/8k split, shrunk)."""
+    return {
+        "t4": {"base_url": url, "max_prompt_tokens": 512, "default_max_tokens": 16, "engine": {"max_model_len": 1024}},
+        "a10g": {
+            "base_url": url, "min_prompt_tokens": 512, "max_prompt_tokens": 1536, "default_max_tokens": 32,
+            "engine": {"max_model_len": 2048},
+        },
+        "a100": {
+            "base_url": url, "min_prompt_tokens": 1536, "default_max_tokens": 32, "engine": {"max_model_len": 2048},
+        },
+    }  # fmt: skip
+
+
+def gateway_config(tmp_path: Path, url: str, *, serve: dict[str, Any] | None = None, **runner: Any) -> Config:
+    tiers = test_tiers(url)
+    for name, extra in runner.pop("tiers", {}).items():
+        tiers[name] = {**tiers[name], **extra}
+    return config_from_dict(
+        {
+            "extract": {"ocr": "never"},
+            "runner": {"queue_path": str(tmp_path / "queue.sqlite3"), "tiers": tiers, **runner},
+            "serve": {"poll_interval_s": 0.25, "queue_wait_s": 2.0, **(serve or {})},
+        }
+    )
+
+
+@contextmanager
+def run_uvicorn(app: Any) -> Iterator[str]:
+    """``app`` served by a real uvicorn on a free loopback port, in a thread; yields its base URL."""
+    # A short graceful shutdown: a test's server must not wait on a client that will never come back.
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+@contextmanager
+def running_gateway(config: Config, *, config_path: Path | None = None, ready: bool = True) -> Iterator[str]:
+    from docsan.serve.app import create_app
+
+    with run_uvicorn(create_app(config, config_path=config_path)) as url:
+        if ready:
+            wait_ready(url)
+        yield url
+
+
+def wait_ready(url: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if httpx.get(url + "/ready").status_code == 200:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} not ready: {httpx.get(url + '/ready').text}")
+
+
+class RecordingProxy:
+    """Forwards everything to ``upstream``; records each chat-completions body it passed on."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.chats: list[dict[str, Any]] = []
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(300, connect=10))
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/{path:path}", self.forward, methods=["GET", "POST"])])
+
+    async def forward(self, request: Request) -> Response:
+        body = await request.body()
+        if request.url.path.endswith("/chat/completions"):
+            self.chats.append(json.loads(body))
+        req = self.client.build_request(
+            request.method, self.upstream + request.url.path, content=body,
+            headers={"content-type": request.headers.get("content-type", "application/json")},
+        )  # fmt: skip
+        resp = await self.client.send(req, stream=True)
+        headers = {"content-type": resp.headers.get("content-type", "application/json")}
+        if headers["content-type"].startswith("text/event-stream"):
+
+            async def chunks() -> Any:
+                try:
+                    async for chunk in resp.aiter_raw():
+                        yield chunk
+                finally:
+                    await resp.aclose()
+
+            return StreamingResponse(chunks(), status_code=resp.status_code, headers=headers)
+        data = await resp.aread()
+        await resp.aclose()
+        return Response(data, status_code=resp.status_code, headers=headers)
