@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.docsan-installed
 DEMO   := fixtures/bilingual_report.pdf
 
-.PHONY: setup system-deps demo test test-fast lint bench golden clean-venv
+.PHONY: setup system-deps demo test test-fast lint bench fuzz golden clean-venv
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -37,6 +37,11 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
+
+# The long fuzz run (tests/test_fuzz.py; `make test` runs 25 cases per input kind).
+FUZZ_EXAMPLES ?= 2000
+fuzz: setup
+	DOCSAN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DOCSAN_FUZZ_RANDOM=1 $(BIN)/pytest -q tests/test_fuzz.py
 
 # Everything but the tests marked slow (OCR, the vLLM engine, the bench harness, the OCR golden pages).
 test-fast: setup

@@ -532,13 +532,25 @@ def _stage_tokens_section(q: dict) -> list[str]:
     return out
 
 
+# Sections of benchmarks.md below this line are runs made outside `make bench` (`make fuzz`,
+# bench/bench_limits.py by hand); a regenerated report keeps them.
+KEPT_MARK = "<!-- measured outside make bench: kept when the report above is regenerated -->"
+
+
+def _kept_tail(path: Path) -> str:
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return old[old.index(KEPT_MARK) :] if KEPT_MARK in old else ""
+
+
 def write(results: dict, docs: Path) -> list[Path]:
     """Write both reports (and the plot, and the raw results as JSON) under ``docs``."""
     docs.mkdir(parents=True, exist_ok=True)
     plot = docs / "img" / "pages_per_s.png"
     plotted = bool(results.get("speed")) and plot_pages_per_s(results["speed"], plot)
     written = []
-    for name, text in (("benchmarks.md", benchmarks_md(results, plotted)), ("quality.md", quality_md(results))):
+    kept = _kept_tail(docs / "benchmarks.md")
+    benchmarks = benchmarks_md(results, plotted) + ("\n" + kept if kept else "")
+    for name, text in (("benchmarks.md", benchmarks), ("quality.md", quality_md(results))):
         (docs / name).write_text(text, encoding="utf-8")
         written.append(docs / name)
     raw = docs / "benchmarks.json"

@@ -22,13 +22,11 @@ from .common import (
     get_config,
     wants_json,
 )
+from .exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from docsan.runner.ask import Answer
     from docsan.runner.request import Prepared
-
-# Exit status of a request the guard refused (1 is any other failure, 2 a bad configuration).
-EXIT_REFUSED = 3
 
 
 def ask(
@@ -104,7 +102,7 @@ def ask(
             on_convert=lambda msg: err_console.print(f"docsan: {msg}", highlight=False),
         )
     except GuardError as err:
-        fail(str(err), EXIT_REFUSED)
+        fail(str(err), ExitCode.REFUSED)
     except DocsanError as err:
         fail(str(err))
     if report is not None:

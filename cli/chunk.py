@@ -16,6 +16,7 @@ from docsan.config import Config
 from docsan.errors import DocsanError
 
 from .common import ConfigOption, error_line, fail, get_config
+from .exit_codes import ExitCode
 
 
 def chunk(
@@ -43,16 +44,16 @@ def chunk(
     `docsan schema chunk` describes it. The served model's control tokens are escaped.
     """
     if overlap >= max_tokens:
-        fail(f"--overlap ({overlap}) must be below --max-tokens ({max_tokens})", 2)
+        fail(f"--overlap ({overlap}) must be below --max-tokens ({max_tokens})", ExitCode.USAGE)
     config = get_config(config_file)
     try:
         tok = Tokenizer.load(tokenizer)
         inputs = expand_inputs(paths, exclude=output)
         outcomes = clean_inputs(inputs, _with_guard(config, tokenizer))
     except DocsanError as err:
-        fail(str(err), 2)
+        fail(str(err), ExitCode.USAGE)
     if not inputs:
-        fail("no input files found", 2)
+        fail("no input files found", ExitCode.USAGE)
     out: TextIO
     if output is None or str(output) == "-":
         out = sys.stdout
@@ -72,7 +73,7 @@ def chunk(
         if out is not sys.stdout:
             out.close()
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
 
 
 def _with_guard(config: Config, tokenizer: str | None) -> Config:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -17,10 +17,11 @@ from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.pipeline import CleanResult
-from docsan.render import OutputFormat
+from docsan.render import OutputFormat, dumps
 from docsan.report_html import render_report_html
 
 from .common import ConfigOption, choices, err_console, error_line, fail, get_config
+from .exit_codes import ExitCode
 from .summary import Summary
 
 OutputChoice = choices("OutputChoice", OutputFormat)
@@ -62,7 +63,15 @@ def clean(
         typer.Option("--report", help="Write the audit of every removal and change as JSON ('-': standard output)."),
     ] = None,
     lang: Annotated[
-        str | None, typer.Option("--lang", help="Tesseract languages for OCR (default: chi_sim+eng).")
+        str | None,
+        typer.Option("--lang", help="Tesseract languages for OCR, e.g. rus+eng (default: from each page's script)."),
+    ] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option("--encoding", help="Text and chat files: decode with this codec (default: detected)."),
+    ] = None,
+    pages: Annotated[
+        str | None, typer.Option("--pages", help="PDF pages to read, e.g. 1-20,25,40- (default: all).")
     ] = None,
     no_ocr: Annotated[
         bool, typer.Option("--no-ocr", help="Never OCR; pages without a text layer come out empty.")
@@ -96,6 +105,10 @@ def clean(
         str | None,
         typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
     ] = None,
+    keep_control_tokens: Annotated[
+        bool,
+        typer.Option("--keep-control-tokens", help="Do not escape text that spells the tokenizer's control tokens."),
+    ] = False,
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", min=1, help="Worker processes for several inputs (default: the usable cores)."),
@@ -150,28 +163,35 @@ def clean(
     Every removal is recorded: use --report to see what went and why.
     """
     if quiet and verbose:
-        fail("-q and -v exclude each other", 2)
+        fail("-q and -v exclude each other", ExitCode.USAGE)
     config: Config = get_config(config_file)
     extract: dict[str, object] = {}
     if lang:
         extract["lang"] = lang
+    if encoding:
+        extract["encoding"] = encoding
+    if pages:
+        extract["pages"] = pages
     if ocr is not None:
         extract["ocr"] = ocr.value
     if no_ocr:
         extract["ocr"] = "never"
     if budget is None and (query is not None or strategy is not None):
-        fail("--query and --strategy need --budget N", 2)
+        fail("--query and --strategy need --budget N", ExitCode.USAGE)
     if index is not None and not corpus_dedupe:
-        fail("--index needs --corpus-dedupe", 2)
+        fail("--index needs --corpus-dedupe", ExitCode.USAGE)
     use_ray = engine is not None and engine.value == "ray"
     if ray_address is not None and not use_ray:
-        fail("--ray-address needs --engine ray", 2)
+        fail("--ray-address needs --engine ray", ExitCode.USAGE)
     if use_ray and jobs is not None:
-        fail("--jobs is for --engine local; Ray uses the cluster's CPUs", 2)
+        fail("--jobs is for --engine local; Ray uses the cluster's CPUs", ExitCode.USAGE)
     output = None if _is_stdout(output) else output
     to_stdout = [name for name, p in (("--report", report), ("--html-report", html_report)) if _is_stdout(p)]
     if to_stdout and (output is None or len(to_stdout) > 1):
-        fail(f"{' and '.join(to_stdout)} - and the cleaned text cannot all go to standard output: give -o FILE", 2)
+        fail(
+            f"{' and '.join(to_stdout)} - and the cleaned text cannot all go to standard output: give -o FILE",
+            ExitCode.USAGE,
+        )
     show_summary = not quiet and (verbose or err_console.is_terminal)
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
@@ -184,12 +204,15 @@ def clean(
             markdown=fmt.value == "markdown",
             suffix="\n",  # the final newline written after the text
         )
+        if keep_control_tokens:
+            config = config.with_overrides(stages=tuple(s for s in config.stages if s != "special_tokens"))
         # Counted only when someone reads the counts: the summary, the report's token bars.
         count = Tokenizer.load(tokenizer).count if show_summary or html_report is not None else None
         stage_count = count if html_report is not None else None
         skip = None if quiet else _say_skipped
         inputs = expand_inputs(paths, exclude=output, on_skip=skip)
-        several = len(inputs) > 1 or any(p.is_dir() for p in paths)
+        # An existing folder given as -o receives the output even for one input, like cp and mv.
+        several = len(inputs) > 1 or any(p.is_dir() for p in paths) or (output is not None and output.is_dir())
         # One input runs here (no worker to start), unless it needs a worker for its time limit.
         workers = jobs if several else 1
         if use_ray:
@@ -208,30 +231,33 @@ def clean(
                 count=stage_count,
             )
     except DocsanError as err:
-        fail(str(err), 2)
+        fail(str(err), ExitCode.USAGE)
 
     if not inputs:
-        fail("no input files found", 2)
+        fail("no input files found", ExitCode.USAGE)
     if several and output is None:
-        fail("several inputs need -o DIR to write one output per input", 2)
+        fail("several inputs need -o DIR to write one output per input", ExitCode.USAGE)
     if several:
         assert output is not None
-        output.mkdir(parents=True, exist_ok=True)
+        _make_dir(output, "-o")
+    for target, flag in ((report, "--report"), (html_report, "--html-report")):
+        if target is not None and not _is_stdout(target):
+            _check_writable(target, flag)
     if corpus_dedupe:
         if index is None and not several:
-            fail("--corpus-dedupe on one input needs --index PATH (the corpus it joins)", 2)
+            fail("--corpus-dedupe on one input needs --index PATH (the corpus it joins)", ExitCode.USAGE)
         location = index if index is not None else str(output / "docsan-index.sqlite")  # type: ignore[operator]
         try:
             dedupe = CorpusDedupe.open(location, config)
         except DocsanError as err:
-            fail(str(err), 2)
+            fail(str(err), ExitCode.USAGE)
         outcomes = dedupe_outcomes(outcomes, dedupe)
 
     summary = Summary(count, verbose=verbose) if count is not None and show_summary else None
     results: list[CleanResult] = []
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
-    failed = 0
+    failed = partial = 0
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -266,15 +292,24 @@ def clean(
             for finding in result.report.with_code(DUPLICATE_DOCUMENT):
                 err_console.print(f"docsan: {outcome.source}: {finding.reason}", markup=False, highlight=False)
             text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
-            if several:
-                assert output is not None
-                target = output_path(output, outcome.source, fmt.value, result.document.is_chat, written)
-                target.write_text(text + "\n", encoding="utf-8")
-            elif output is not None:
-                output.parent.mkdir(parents=True, exist_ok=True)
-                output.write_text(text + "\n", encoding="utf-8")
-            else:
-                sys.stdout.write(text + "\n")
+            try:
+                if several:
+                    assert output is not None
+                    target = output_path(output, outcome.source, fmt.value, result.document.is_chat, written)
+                    target.write_text(text + "\n", encoding="utf-8")
+                elif output is not None:
+                    output.parent.mkdir(parents=True, exist_ok=True)
+                    output.write_text(text + "\n", encoding="utf-8")
+                else:
+                    sys.stdout.write(text + "\n")
+            except OSError as err:
+                failed += 1
+                error_line(f"{err.filename or output}: cannot write the output: {err.strerror}")
+                continue
+            for gap in result.report.gaps:
+                # A partial result says so where a person or a script looks: stderr and the exit status.
+                err_console.print(f"{outcome.source}: {gap}", highlight=False, markup=False)
+            partial += result.report.partial
             reports.append(result.report.to_dict())
             if html_report is not None:
                 results.append(result)
@@ -285,9 +320,9 @@ def clean(
         dedupe.close()
     if report is not None:
         payload: object = reports[0] if not several and reports else reports
-        _write(report, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        _write(report, dumps(payload) + "\n", "--report")
     if html_report is not None:
-        _write(html_report, render_report_html(results, title=_report_title(inputs)))
+        _write(html_report, render_report_html(results, title=_report_title(inputs)), "--html-report")
     if summary is not None:
         for line in summary.lines():
             err_console.print(line, highlight=False, markup=False)
@@ -297,7 +332,25 @@ def clean(
     if failed:
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
+    if partial:
+        raise typer.Exit(ExitCode.PARTIAL)
+
+
+def _make_dir(path: Path, flag: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        fail(f"{path}: cannot create the {flag} folder: {err.strerror}", ExitCode.USAGE)
+
+
+def _check_writable(path: Path, flag: str) -> None:
+    """Refuse an unwritable target before any work is done, not after a long batch."""
+    if path.is_dir():
+        fail(f"{path}: {flag} needs a file name, this is a folder", ExitCode.USAGE)
+    _make_dir(path.parent, flag)
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        fail(f"{path}: {flag} cannot be written (permission denied)", ExitCode.USAGE)
 
 
 def _say_skipped(path: Path) -> None:
@@ -308,13 +361,16 @@ def _is_stdout(path: Path | None) -> bool:
     return path is not None and str(path) == "-"
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, flag: str) -> None:
     """Write a report file, or standard output for ``-``."""
     if _is_stdout(path):
         sys.stdout.write(text)
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        fail(f"{path}: cannot write the {flag[2:]}: {err.strerror}", ExitCode.FAILED)
 
 
 def _report_title(inputs: list[Path]) -> str:

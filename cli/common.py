@@ -15,6 +15,8 @@ from docsan.config import Config, load_config
 from docsan.config.runner import BackendName
 from docsan.errors import DocsanError
 
+from .exit_codes import ExitCode
+
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # The one --config option of every command.
@@ -37,7 +39,7 @@ def error_line(message: str) -> None:
     err_console.print(f"[bold red]docsan: error:[/] {escape(message)}", markup=True)
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
+def fail(message: str, code: ExitCode = ExitCode.FAILED) -> NoReturn:
     error_line(message)
     sys.exit(code)
 
@@ -46,7 +48,7 @@ def get_config(path: Path | None) -> Config:
     try:
         return load_config(path)
     except DocsanError as err:
-        fail(str(err), 2)
+        fail(str(err), ExitCode.USAGE)
 
 
 class TextOrJson(StrEnum):

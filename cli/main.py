@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -9,7 +10,9 @@ import typer
 from .ask import ask
 from .chunk import chunk
 from .clean import clean
+from .common import error_line
 from .config_cmd import config
+from .exit_codes import ExitCode
 from .help import Command, Group
 from .plan import plan_cmd
 from .queue import queue_app
@@ -57,4 +60,8 @@ def _root(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:
+        error_line("interrupted")
+        sys.exit(ExitCode.INTERRUPTED)

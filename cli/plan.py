@@ -13,10 +13,24 @@ from docsan.errors import DocsanError
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
 from docsan.runner.planner import DEFAULT_RESERVE_BYTES, Plan, plan
-from docsan.runner.tiers import GIB, build_tiers
+from docsan.runner.tiers import GIB, Dtype, build_tiers
 from docsan.runner.validate import tier_problems
 
-from .common import ConfigOption, FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
+from .common import (
+    ConfigOption,
+    FormatOption,
+    JsonAlias,
+    TextOrJson,
+    choices,
+    err_console,
+    fail,
+    get_config,
+    wants_json,
+)
+from .exit_codes import ExitCode
+
+# The choices are the config's own: a flag can only name a dtype a tier file could.
+DtypeChoice = choices("DtypeChoice", Dtype)
 
 
 def plan_cmd(
@@ -25,9 +39,7 @@ def plan_cmd(
         Path | None,
         typer.Option("--model", help="Model folder (config.json, *.safetensors) (default: the tier's, else bundled)."),
     ] = None,
-    dtype: Annotated[
-        str | None, typer.Option("--dtype", help="Serving dtype: auto, float16, bfloat16, float32 (default: tier's).")
-    ] = None,
+    dtype: Annotated[DtypeChoice | None, typer.Option("--dtype", help="Serving dtype (default: the tier's).")] = None,
     reserve_gib: Annotated[
         float, typer.Option("--reserve-gib", help="Activation/CUDA-context reserve subtracted before the KV cache.")
     ] = DEFAULT_RESERVE_BYTES / GIB,
@@ -37,20 +49,23 @@ def plan_cmd(
 ) -> None:
     """Plan a tier's GPU memory: weights, KV cache per token, capacity, concurrent sequences.
 
-    Exits 1 when the configuration cannot be served, saying what would fit.
+    Exits 3 (refused) when the configuration cannot be served, saying what would fit.
     """
     as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     try:
         tiers = build_tiers(config.runner.tiers)
         if tier not in tiers:
-            fail(f"unknown tier {tier!r}: choose one of {', '.join(tiers)}", 2)
+            fail(f"unknown tier {tier!r}: choose one of {', '.join(tiers)}", ExitCode.USAGE)
         t = tiers[tier]
+        if dtype is not None:
+            # The flag stands for the tier's dtype, so the tier checks below judge it too (bf16 on a T4).
+            t = t.model_copy(update={"engine": t.engine.model_copy(update={"dtype": dtype.value})})
         folder = model or (Path(t.engine.model) if t.engine.model else embedded_model_dir(on_convert=_say))
         info = load_model_info(folder)
-        result = plan(t, info, dtype=dtype, reserve_bytes=int(reserve_gib * GIB))
+        result = plan(t, info, reserve_bytes=int(reserve_gib * GIB))
     except DocsanError as err:
-        fail(str(err), 2)
+        fail(str(err), ExitCode.USAGE)
     problems = [*tier_problems(t, "cuda", info), *result.problems]
     if as_json:
         sys.stdout.write(json.dumps({**result.to_dict(), "problems": problems, "ok": not problems}) + "\n")
@@ -61,7 +76,7 @@ def plan_cmd(
             err_console.print(f"[bold red]docsan: refused:[/] tier {tier}: {p}", highlight=False)
         for s in result.suggestions:
             err_console.print(f"docsan: would fit: {s}", highlight=False)
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.REFUSED)
 
 
 def _say(msg: str) -> None:

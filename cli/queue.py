@@ -25,6 +25,7 @@ from .common import (
     get_config,
     wants_json,
 )
+from .exit_codes import ExitCode
 from .help import Command, Group
 
 queue_app = typer.Typer(
@@ -83,7 +84,7 @@ def run_jobs(
     failed = sum(j.status == "failed" for j in jobs)
     err_console.print(f"docsan: ran {len(jobs)} job(s), {failed} failed", highlight=False)
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
 
 
 def _line(job: Job) -> str:

@@ -12,6 +12,7 @@ import typer
 from docsan.errors import DocsanError
 
 from .common import ConfigOption, err_console, fail, get_config
+from .exit_codes import ExitCode
 
 
 def serve(
@@ -39,7 +40,7 @@ def serve(
     try:
         app = create_app(config, config_path=config_file)
     except DocsanError as err:
-        fail(str(err), 2)
+        fail(str(err), ExitCode.USAGE)
     gw = app.state.gateway
     server = uvicorn.Server(
         uvicorn.Config(

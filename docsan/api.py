@@ -39,7 +39,7 @@ def clean_text(text: str, config: Config | None = None, *, name: str = "<text>")
     # A str can hold lone surrogates (from JSON escapes, say) that UTF-8
     # cannot encode: they arrive as U+FFFD, which normalize removes and reports.
     data = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
-    return clean_document(text_document(data, name), config)
+    return clean_document(text_document(data, name, (config or Config()).extract), config)
 
 
 @dataclass(slots=True)

@@ -10,7 +10,6 @@ inputs and yields the outcomes in input order, as :func:`clean_inputs` does.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from docsan.errors import DocsanError
 from docsan.extract import load
 from docsan.model import SCHEMA_VERSION
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import OutputFormat, render_html, render_text
+from docsan.render import OutputFormat, dumps, render_html, render_text
 
 # What a folder given as input expands to; other files in it are not documents docsan reads.
 INPUT_SUFFIXES = frozenset({".pdf", ".txt", ".md", ".markdown", ".json", ".text"})
@@ -101,11 +100,11 @@ def render_output(result: CleanResult, fmt: OutputFormat = "text", *, table_html
     """What ``docsan clean`` writes for a result: text or Markdown (a chat: messages JSON), JSON, or HTML."""
     doc = result.document
     if fmt == "json":
-        return json.dumps(clean_output(result), ensure_ascii=False, indent=2)
+        return dumps(clean_output(result))
     if fmt == "html":
         return render_html(doc)
     if doc.is_chat:
-        return json.dumps(render_chat(doc), ensure_ascii=False, indent=2)
+        return dumps(render_chat(doc))
     return render_text(doc, markdown=fmt == "markdown", table_html=table_html)
 
 

@@ -150,6 +150,23 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
+class Gap:
+    """Text the output lacks and the reader must be told about: the result is partial.
+
+    ``page`` is the 1-based page the text is missing from (None: the whole
+    document, e.g. pages cut by a limit); ``reason`` is one line, such as
+    ``OCR gave up after 120 s``. A gap is not a removal by a stage (those are
+    Changes): it is text docsan never got.
+    """
+
+    page: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"page {self.page}: {self.reason}" if self.page is not None else self.reason
+
+
+@dataclass(frozen=True, slots=True)
 class ChatRequest:
     """An OpenAI chat request as it was given, kept beside its chat document so the output has the same shape.
 
@@ -226,6 +243,8 @@ class Document:
     name: str = "<text>"
     # Extraction notes that are not removals (repaired xref, OCR'd pages...).
     notes: tuple[str, ...] = field(default=())
+    # What the output lacks (see Gap); non-empty means a partial result.
+    gaps: tuple[Gap, ...] = field(default=())
     # What the extraction left out of the text, with the text (hidden and
     # white text, a text layer replaced by OCR): the first part of the audit.
     extraction: tuple[Change, ...] = field(default=())

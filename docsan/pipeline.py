@@ -49,7 +49,7 @@ class Pipeline:
         count: Callable[[str], int] | None = None,
     ) -> CleanResult:
         """Run every stage over ``doc``; with ``count`` (a tokenizer's), each stage's tokens before and after too."""
-        report = Report(source=doc.name, notes=list(doc.notes), extraction=list(doc.extraction))
+        report = Report(source=doc.name, notes=list(doc.notes), extraction=list(doc.extraction), gaps=list(doc.gaps))
         current = doc
         tokens = count(current.text) if count is not None else None
         for stage in self.stages:

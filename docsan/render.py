@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
+
+import regex
 
 from docsan.model import Block, BlockKind, Document, Table
 
@@ -31,7 +34,13 @@ def table_text(table: Table) -> str:
 
 
 def table_to_markdown(table: Table) -> str:
-    """GitHub-style pipe table. A pipe inside a cell is escaped so the grid stays intact."""
+    """GitHub-style pipe table. A pipe inside a cell is escaped so the grid stays intact.
+
+    A header of several rows (group names over column names) becomes one
+    header line, each column named by its header cells top to bottom
+    ("Pre-Pawn Handgun"), since a pipe table has one header row; a first row
+    that is one cell across the whole table is its title, written above it.
+    """
     rows = table.text_rows()
     if not rows:
         return ""
@@ -41,11 +50,41 @@ def table_to_markdown(table: Table) -> str:
         cells = [c.replace("\n", " ").replace("|", "\\|") for c in cells]
         return table_row_text(cells + [""] * (width - len(cells)))
 
-    head = rows[0] if table.header_rows else [""] * width
-    body = rows[1:] if table.header_rows else rows
+    title = ""
+    if table.header_rows > 1:
+        title, head = _flat_header(table)
+        body = rows[table.header_rows :]
+    else:
+        head = rows[0] if table.header_rows else [""] * width
+        body = rows[1:] if table.header_rows else rows
     out = [line(head), "|" + "|".join(["---"] * width) + "|"]
     out += [line(r) for r in body]
-    return "\n".join(out)
+    return (title + "\n\n" if title else "") + "\n".join(out)
+
+
+def _flat_header(table: Table) -> tuple[str, list[str]]:
+    """(title, one name per column) of a header of several rows; the title is "" when there is none."""
+    width = table.n_cols
+    # The text each header position shows: a spanned cell's own text at every position it covers.
+    shown = [[""] * width for _ in range(table.header_rows)]
+    for r, row in enumerate(table.rows[: table.header_rows]):
+        for c, cell in enumerate(row):
+            if cell.covered:
+                continue
+            for rr in range(r, min(r + cell.rowspan, table.header_rows)):
+                for cc in range(c, min(c + cell.colspan, width)):
+                    shown[rr][cc] = cell.text
+    first = shown[0]
+    title = first[0] if width > 1 and first[0] and all(t == first[0] for t in first) else ""
+    names = []
+    for c in range(width):
+        parts: list[str] = []
+        for r in range(1 if title else 0, table.header_rows):
+            text = shown[r][c]
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        names.append(" ".join(parts))
+    return title, names
 
 
 def table_to_html(table: Table) -> str:
@@ -88,6 +127,22 @@ def render_text(doc: Document, *, markdown: bool = False, table_html: bool = Fal
     """Blocks separated by blank lines; pages too (a page break is just a paragraph break)."""
     parts = [render_block(b, markdown=markdown, table_html=table_html) for _, b in doc.blocks()]
     return "\n\n".join(p for p in parts if p.strip())
+
+
+# A lone surrogate (from a JSON "\\ud800" escape) cannot be written as UTF-8.
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+
+
+def dumps(obj: Any) -> str:
+    """JSON for a file or a terminal: readable UTF-8, with lone surrogates kept as ``\\uXXXX`` escapes.
+
+    ``ensure_ascii=False`` keeps Chinese readable but leaves a lone surrogate
+    as a raw code point, which no UTF-8 writer accepts (the report of a chat
+    file holding one was a traceback); written as an escape it is valid JSON
+    that reads back as the same string.
+    """
+    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
 
 
 def render_html(doc: Document) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import regex
 
-from docsan.model import Change, ChangeKind, Document
+from docsan.model import Change, ChangeKind, Document, Gap
 
 # Every code declared so far, by its name; tests check docs/report.md against it.
 CODES: dict[str, ChangeCode] = {}
@@ -114,6 +114,13 @@ class Report:
     stages: list[StageReport] = field(default_factory=list)
     # What the extraction left out (Document.extraction).
     extraction: list[Change] = field(default_factory=list)
+    # Text docsan could not get (OCR gave up, a page without text layer and OCR off, a limit):
+    # the result is partial when this is not empty.
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.gaps)
 
     @property
     def changes(self) -> list[Change]:
@@ -135,6 +142,8 @@ class Report:
         return {
             "source": self.source,
             "notes": list(self.notes),
+            "partial": self.partial,
+            "gaps": [{"page": g.page, "reason": g.reason} for g in self.gaps],
             "extraction": [c.to_dict() for c in self.extraction],
             "stages": [s.to_dict() for s in self.stages],
         }

@@ -7,7 +7,11 @@
 # the command do not need it).
 set -euo pipefail
 
-PACKAGES=(tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-eng tesseract-ocr-osd redis-server)
+# The OCR languages docsan picks from a page's script (docsan/extract/ocr.py SCRIPT_LANGS): about
+# 1 MB each. DejaVu Sans: the right-to-left PDFs the tests write.
+PACKAGES=(tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-eng tesseract-ocr-osd
+          tesseract-ocr-chi-tra tesseract-ocr-jpn tesseract-ocr-kor tesseract-ocr-rus tesseract-ocr-ara
+          tesseract-ocr-heb tesseract-ocr-tha tesseract-ocr-ell tesseract-ocr-hin fonts-dejavu-core redis-server)
 # fonts-liberation: Chromium only recommends a font, and --no-install-recommends would leave it with none.
 BROWSER=(chromium chromium-driver fonts-liberation)
 
@@ -16,7 +20,7 @@ have_tesseract() {
     command -v redis-server >/dev/null 2>&1 || return 1
     local langs
     langs=$(tesseract --list-langs 2>/dev/null)
-    for l in chi_sim eng osd; do
+    for l in chi_sim eng osd chi_tra jpn kor rus ara heb tha ell hin; do
         grep -qx "$l" <<<"$langs" || return 1
     done
 }
@@ -42,7 +46,7 @@ if ! have_browser; then
     echo "  Debian/Ubuntu: sudo apt-get install ${BROWSER[*]}" >&2
 fi
 have_tesseract && exit 0
-echo "docsan setup: tesseract with chi_sim, eng and osd data, or redis-server, is missing." >&2
+echo "docsan setup: tesseract or some of its language data (chi_sim eng osd chi_tra jpn kor rus ara heb tha ell hin), or redis-server, is missing." >&2
 echo "  Debian/Ubuntu: sudo apt-get install ${PACKAGES[*]}" >&2
 echo "  macOS:         brew install tesseract tesseract-lang redis" >&2
 exit 1

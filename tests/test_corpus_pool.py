@@ -54,19 +54,31 @@ def _leads_its_group(pid: int) -> bool:
         return False
 
 
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
 def _kill_the_worker(stop: threading.Event) -> None:
     """SIGKILL this test's worker process once it exists (it is then blocked on the pipe, or about to be).
 
-    A worker leads its own process group; other children of the test process
-    (a session's redis-server) do not, and are left alone.
+    A worker is a fork of this process that leads its own process group; other
+    children of the test process (a session's redis-server, a browser driver
+    or a vLLM server started by earlier tests) run other programs and are left alone.
     """
     me = psutil.Process()
+    mine = me.cmdline()
     while not stop.is_set():
-        workers = [c for c in me.children() if _leads_its_group(c.pid)]
+        workers = [c for c in me.children() if _leads_its_group(c.pid) and _cmdline(c) == mine]
         if workers:
             stop.wait(1.0)
-            os.kill(workers[0].pid, signal.SIGKILL)
-            return
+            try:
+                os.kill(workers[0].pid, signal.SIGKILL)
+                return
+            except ProcessLookupError:
+                continue  # a process that ended in that second was not the blocked worker: look again
         stop.wait(0.05)
 
 

@@ -46,6 +46,14 @@ def test_repaired_xref_is_noted(corpus: Path) -> None:
     assert sum("no text layer; OCR is off" in n for n in doc.notes) == 2
 
 
-def test_page_limit(corpus: Path) -> None:
-    with pytest.raises(InputError, match="more than the limit of 10"):
-        load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", ExtractConfig(max_pages=10))
+def test_page_limit_cuts_with_a_gap_and_pages_reads_the_rest(corpus: Path) -> None:
+    # Past max_pages the document is a partial result that says how to read the rest, not a refusal.
+    doc = load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", ExtractConfig(max_pages=10, ocr="never"))
+    assert [p.number for p in doc.pages] == list(range(1, 11))
+    assert [str(g) for g in doc.gaps] == [
+        "pages 11-50 not read: over the max_pages limit of 10 (read them with --pages 11-50)"
+    ]
+    rest = load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", ExtractConfig(pages="11-12,50-", ocr="never"))
+    assert [p.number for p in rest.pages] == [11, 12, 50] and rest.gaps == ()
+    with pytest.raises(InputError, match="bad --pages range"):
+        load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", ExtractConfig(pages="3-1"))

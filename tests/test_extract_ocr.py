@@ -86,11 +86,14 @@ def test_huge_page_is_downscaled_not_hung(corpus: Path) -> None:
     assert doc.pages[0].ocr
 
 
-def test_timeout_leaves_the_page_empty_and_says_so(corpus: Path) -> None:
-    doc = load_pdf(corpus / "zh_cv_book_titlepage_scan_1p.pdf", ExtractConfig(ocr_timeout_s=0.01))
+def test_cpu_budget_retries_once_then_leaves_a_gap(corpus: Path) -> None:
+    # One CPU second (the least a budget rounds to) is too little for this dense page, at 300 dpi and at 200.
+    doc = load_pdf(corpus / "zh_admin_penalty_decision_scan_3p.pdf", ExtractConfig(ocr_cpu_s=0.01), pages=[1])
     assert doc.text == ""
+    assert any("retrying at 200 dpi" in n for n in doc.notes)
+    assert [str(g) for g in doc.gaps] == ["page 1: OCR gave up after 2 s"]
     (given_up,) = doc.extraction
-    assert given_up.code == "extract.ocr_given_up" and given_up.page == 1 and "gave up after" in given_up.reason
+    assert given_up.code == "extract.ocr_given_up" and given_up.page == 1 and given_up.reason == "OCR gave up after 2 s"
 
 
 def test_missing_tesseract_is_a_clear_error(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:

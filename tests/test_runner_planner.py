@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli.exit_codes import ExitCode
 from cli.main import app
 from docsan.runner.errors import RunnerError
 from docsan.runner.modelinfo import load_model_info
@@ -142,7 +143,7 @@ def test_plan_cli_json_and_refusal() -> None:
         assert isinstance(data[key], int)
     assert data["kv_bytes_per_token"] == 57344
     bad = runner.invoke(app, ["plan", "--tier", "a10g", "--model", str(MODELS / "llama-3.1-8b")])
-    assert bad.exit_code == 1
+    assert bad.exit_code == ExitCode.REFUSED
     assert "only 3 sequences fit" in bad.stderr and "max_num_seqs = 3" in bad.stderr
 
 

@@ -18,17 +18,29 @@ tokenizer; leftmost-longest, as the tokenizer matches them) and either
 
 The ``special_tokens`` stage (:mod:`docsan.stages.special_tokens`) applies
 it to every block and table cell and reports each occurrence as a Change.
+The stage is in the default stage list, so every output of ``docsan clean``
+is escaped for the default tokenizer (DeepSeek-V4) unless told otherwise
+(``--tokenizer``, or ``--keep-control-tokens`` to turn it off). To keep that
+cheap, the 6 MB ``tokenizer.json`` is not loaded per run: the token list
+and its verified escapes are cached in ``$DOCSAN_HOME/control-tokens/``
+(keyed by the file's path, size and modification time), text without any
+token's first character is passed over without a regex, and the matcher is
+compiled only when such a character appears.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Literal
 
 import regex
 
-from docsan.budget.tokenizer import Tokenizer
+from docsan.budget.tokenizer import Tokenizer, resolve_tokenizer_file
+from docsan.paths import docsan_home
 
 Action = Literal["escape", "remove"]
 ESCAPE = "\\"
@@ -36,10 +48,27 @@ ESCAPE = "\\"
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """The compiled matcher and the verified escaped form of each control token of one tokenizer."""
+    """The control tokens of one tokenizer with the verified escaped form of each; the matcher on demand."""
 
-    pattern: regex.Pattern[str] | None
     escaped: dict[str, str]
+    # The first character of every token: text holding none of them needs no matching at all.
+    firsts: frozenset[str]
+
+    @property
+    def pattern(self) -> regex.Pattern[str] | None:
+        return _compiled(tuple(self.escaped)) if self.escaped else None
+
+    def may_match(self, text: str) -> bool:
+        return any(ch in text for ch in self.firsts)
+
+
+def _guard(escaped: dict[str, str]) -> Guard:
+    return Guard(escaped, frozenset(t[0] for t in escaped if t))
+
+
+@cache
+def _compiled(tokens: tuple[str, ...]) -> regex.Pattern[str]:
+    return regex.compile(_trie_pattern(sorted(tokens, key=lambda t: (-len(t), t))))
 
 
 def _escape_token(token: str, tokenizer: Tokenizer) -> str:
@@ -53,9 +82,34 @@ def _escape_token(token: str, tokenizer: Tokenizer) -> str:
 @cache
 def guard_for(tokenizer: Tokenizer) -> Guard:
     tokens = sorted(tokenizer.special_tokens, key=lambda t: (-len(t), t))
-    if not tokens:
-        return Guard(None, {})
-    return Guard(regex.compile(_trie_pattern(tokens)), {t: _escape_token(t, tokenizer) for t in tokens})
+    return _guard({t: _escape_token(t, tokenizer) for t in tokens})
+
+
+@cache
+def guard_for_spec(spec: str | None) -> Guard:
+    """The guard of the tokenizer ``spec`` names (None: DeepSeek-V4), from the cache when it is current."""
+    file, _ = resolve_tokenizer_file(spec)
+    stat = file.stat()
+    key = hashlib.sha256(f"{file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:24]
+    cache_file = docsan_home() / "control-tokens" / f"{key}.json"
+    try:
+        return _guard(json.loads(cache_file.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        pass
+    guard = guard_for(Tokenizer.load(spec))
+    _write_cache(cache_file, guard.escaped)
+    return guard
+
+
+def _write_cache(path: Path, escaped: dict[str, str]) -> None:
+    # Best effort: an unwritable home only costs the next run the full load.
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(escaped, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def _trie_pattern(tokens: list[str]) -> str:
@@ -92,9 +146,15 @@ def neutralise(text: str, tokenizer: Tokenizer, action: Action = "escape") -> tu
     the replacement; the pass is repeated until nothing matches (at most a
     few rounds), then remaining matches are removed.
     """
-    guard = guard_for(tokenizer)
-    if guard.pattern is None or not text:
+    return neutralise_with(text, guard_for(tokenizer), action)
+
+
+def neutralise_with(text: str, guard: Guard, action: Action = "escape") -> tuple[str, list[str]]:
+    """:func:`neutralise` with a guard already built (see :func:`guard_for_spec`)."""
+    if not text or not guard.may_match(text):
         return text, []
+    pattern = guard.pattern
+    assert pattern is not None  # may_match is False without tokens
     found: list[str] = []
     for round_ in range(4):
         hits: list[str] = []
@@ -103,7 +163,7 @@ def neutralise(text: str, tokenizer: Tokenizer, action: Action = "escape") -> tu
             hits.append(m.group())
             return "" if action == "remove" or last else guard.escaped[m.group()]
 
-        text = guard.pattern.sub(sub, text)
+        text = pattern.sub(sub, text)
         found.extend(hits)
         if not hits:
             break

@@ -45,8 +45,8 @@ def default_tokenizer_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _resolve(path: str | Path | None) -> tuple[Path, str]:
-    """Return (tokenizer.json path, display name) for a folder, a file, or the default."""
+def resolve_tokenizer_file(path: str | Path | None) -> tuple[Path, str]:
+    """Return (tokenizer.json path, display name) for a folder, a file, or the default; nothing is loaded."""
     if path is None:
         folder = default_tokenizer_dir()
         return folder / "tokenizer.json", f"{DEFAULT_PACKAGE} (DeepSeek-V4)"
@@ -112,7 +112,7 @@ class Tokenizer:
         ``tokenizer_config.json``), a ``tokenizer.json`` file, or None for the
         default DeepSeek-V4 tokenizer. Anything else raises :class:`TokenizerError`.
         """
-        file, name = _resolve(path)
+        file, name = resolve_tokenizer_file(path)
         key = str(file.resolve())
         with _LOCK:
             cached = _CACHE.get(key)

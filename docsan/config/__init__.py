@@ -18,11 +18,12 @@ unknown option or a wrong type is reported with the stage's name.
 
 from __future__ import annotations
 
+import codecs
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from docsan.config.runner import RunnerConfig
 from docsan.config.serve import ServeConfig
@@ -40,7 +41,9 @@ BudgetStrategy = Literal["head", "head-tail", "query", "recent"]
 # The order matters: control characters go first so every later comparison
 # sees clean text; furniture is found on the extractor's own lines, before
 # reflow joins them into paragraphs; near-duplicates are judged on whole
-# paragraphs, so they run after reflow.
+# paragraphs, so they run after reflow; control-token spellings are escaped
+# last, on the text as it will be written (cleaned text is meant to become a
+# prompt: DeepSeek-V4's tokens unless special_tokens.tokenizer says otherwise).
 DEFAULT_STAGES: tuple[str, ...] = (
     "normalize",
     "furniture",
@@ -48,6 +51,7 @@ DEFAULT_STAGES: tuple[str, ...] = (
     "repeats",
     "reflow",
     "neardup",
+    "special_tokens",
 )
 
 
@@ -58,20 +62,60 @@ class ExtractConfig(BaseModel):
 
     # auto: OCR only the pages whose text layer is missing or garbage.
     ocr: OcrMode = "auto"
-    # Tesseract language packs; the incident's uploads were Chinese and English.
-    lang: str = "chi_sim+eng"
+    # Tesseract language packs; "auto" reads each page in the languages of the script tesseract's
+    # OSD sees on it (Cyrillic: rus+eng, Han: chi_sim+eng...), falling back to ocr_fallback_lang.
+    lang: str = "auto"
+    # For a page whose script OSD cannot tell, or whose language pack is not installed; the
+    # incident's uploads were Chinese and English.
+    ocr_fallback_lang: str = "chi_sim+eng"
     # 300 dpi is tesseract's sweet spot for body text; lower loses CJK strokes.
     dpi: int = Field(300, ge=72, le=600)
-    # A page that takes longer is given up (and reported), so one bad scan
-    # cannot stall a batch.
-    ocr_timeout_s: float = Field(60.0, gt=0)
+    # CPU seconds one tesseract call may use (page recognition, or OSD). CPU time, not the
+    # clock: a busy machine makes a call slower, not more expensive, so load does not lose pages.
+    # A call that runs out is retried once at 2/3 of the dpi; then the page is a gap of a partial
+    # result (exit 4, "FILE: page N: OCR gave up after S s" on stderr). 60 s is 5-10 times what a
+    # dense A4 page at 300 dpi needs.
+    ocr_cpu_s: float = Field(60.0, gt=0)
     # Refuse page images beyond this many megapixels before OCR: an almost
     # blank 81-megapixel page would otherwise take minutes and gigabytes.
     ocr_max_megapixels: float = Field(40.0, gt=0)
     # Detect tables (pdfplumber/PyMuPDF) on pages that plausibly hold one.
     tables: bool = True
-    # Refuse documents longer than this; a 10,000-page upload is not a prompt.
-    max_pages: int = Field(2000, ge=1)
+    # Read at most this many pages of a PDF; the rest is a documented partial result (exit 4, a
+    # stderr line saying which pages and the --pages range that reads them), never a refusal.
+    # Pages are extracted one at a time, but the stages see the whole document (running heads
+    # and duplicates span pages): a run's memory grows ~100 bytes per character, ~120 KB per
+    # dense page (5,000 pages: 600 MB peak, docs/extraction.md). 10,000 bounds one run near
+    # 1.5 GB; --pages reads a longer document in parts.
+    max_pages: int = Field(10_000, ge=1)
+    # PDF pages to read ("1-3,7,10-"; None: all), for a long document read in parts.
+    pages: str | None = None
+    # A PDF page whose content streams (and the forms they draw) decode to more than this many MiB
+    # is not read: a gap of the partial result. MuPDF reads a page in one uninterruptible call whose
+    # time grows with this size (~0.2 s per MiB of operators here); the largest real page seen (the
+    # corpus and hostile files) is 1.4 MiB. docsan/extract/content_size.py measures it without
+    # inflating a bomb.
+    max_page_content_mib: float = Field(16.0, gt=0)
+    # Above this many MiB a page is read without its drawings: no ruled tables, white text judged
+    # without the boxes under it. Collecting drawings costs ~10x the text pass (a 4 MiB page of
+    # rules: 8 s and 350 MB; 64 MiB: 2.8 GB), and no table needs millions of rules.
+    page_drawings_mib: float = Field(4.0, gt=0)
+    # Text and chat files over this many MiB are refused (one line naming the limit): they are
+    # decoded, detected and cleaned in memory. 64 MiB of text is ~1,000 times a long report.
+    max_text_mib: float = Field(64.0, gt=0)
+    # Text and chat files: None detects the encoding (docsan/extract/encoding.py) and refuses
+    # a file it cannot tell; a codec name ("cp1252", "gb18030", "shift_jis") decodes strictly with it.
+    encoding: str | None = None
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_codec(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                codecs.lookup(value)
+            except LookupError:
+                raise ValueError(f"unknown encoding {value!r}") from None
+        return value
 
 
 class Config(BaseModel):

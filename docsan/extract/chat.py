@@ -26,8 +26,9 @@ import json
 from typing import Any
 
 from docsan.chat.shape import TEXT_PART, message_page
+from docsan.config import ExtractConfig
 from docsan.errors import InputError
-from docsan.extract.text import decode
+from docsan.extract.encoding import decode
 from docsan.model import ChatRequest, Document, DocumentKind
 
 ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
@@ -38,7 +39,7 @@ def looks_like_chat(data: bytes) -> bool:
     if head not in (b"[", b"{"):
         return False
     try:
-        _messages(json.loads(decode(data, "-")))
+        _messages(json.loads(decode(data, "-").text))
     except (ValueError, InputError):
         return False
     return True
@@ -82,16 +83,17 @@ def chat_request(obj: Any, name: str) -> ChatRequest:
     return ChatRequest(checked, obj if isinstance(obj, dict) else None)
 
 
-def request_document(request: ChatRequest, name: str) -> Document:
+def request_document(request: ChatRequest, name: str, notes: tuple[str, ...] = ()) -> Document:
     """The chat document of a request: page ``n`` is message ``n``, the request kept as ``doc.chat``."""
     pages = tuple(message_page(m, i) for i, m in enumerate(request.messages, start=1))
-    return Document(pages=pages, kind=DocumentKind.CHAT, name=name, chat=request)
+    return Document(pages=pages, kind=DocumentKind.CHAT, name=name, chat=request, notes=notes)
 
 
-def chat_document(data: bytes, name: str) -> Document:
+def chat_document(data: bytes, name: str, config: ExtractConfig | None = None) -> Document:
     """Parse chat JSON bytes (a request object or a messages list) into its chat document."""
+    decoded = decode(data, name, (config or ExtractConfig()).encoding)
     try:
-        obj = json.loads(decode(data, name))
+        obj = json.loads(decoded.text)
     except ValueError as err:
         raise InputError(name, f"invalid JSON: {err}") from None
-    return request_document(chat_request(obj, name), name)
+    return request_document(chat_request(obj, name), name, (decoded.note,))

@@ -20,8 +20,15 @@ from docsan.geometry import Rect
 from docsan.tables.ruled import Span
 
 # Extraction flags: keep whitespace as drawn, drop text outside the media box,
-# and no images (they would be copied into the dictionary, bytes and all).
-TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_COLLECT_VECTORS
+# no images (they would be copied into the dictionary, bytes and all), and ligatures
+# kept as the PDF has them: MuPDF expands an Arabic lam-khah ligature (U+FCCB) in
+# visual order, "خل" for "لخ" (pdf.js ArabicCIDTrueType); normalize expands Latin ones.
+TEXT_FLAGS = (
+    pymupdf.TEXT_PRESERVE_WHITESPACE
+    | pymupdf.TEXT_MEDIABOX_CLIP
+    | pymupdf.TEXT_COLLECT_VECTORS
+    | pymupdf.TEXT_PRESERVE_LIGATURES
+)
 
 # MuPDF's per-character flags (span "char_flags"): the glyph was filled / stroked.
 # Text in render mode 3 (invisible, the mode OCR layers use) has neither.
@@ -122,6 +129,9 @@ class PageText:
     spans: list[Span] = field(default_factory=list)
     # Non-white filled areas: backgrounds that make white text visible.
     fills: list[Rect] = field(default_factory=list)
+    # /ActualText that replaces no glyph (a tagged PDF's figure described in words): in ``visible``
+    # too, listed here so the extraction can say where that text came from.
+    actual_text: list[str] = field(default_factory=list)
 
     @property
     def hidden_chars(self) -> int:
@@ -216,6 +226,8 @@ def read_page(
     page: pymupdf.Page,
     image_rects: Callable[[], list[Rect]],
     want_spans: Callable[[PageText], bool] = lambda _: True,
+    *,
+    drawings: bool = True,
 ) -> PageText:
     """Extract text boxes and rules from ``page`` in one pass.
 
@@ -223,8 +235,11 @@ def read_page(
     it sits on a picture (visible) or on the white page (hidden).
     ``want_spans`` sees the page's rules (collected first) and says whether
     to keep the visible spans for table cells; most pages need none.
+    Without ``drawings`` the vector graphics are not collected (a page whose
+    content is too large for them): no rules, and no fills under white text.
     """
-    data = page.get_text("dict", flags=TEXT_FLAGS)
+    flags = TEXT_FLAGS if drawings else TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS
+    data = page.get_text("dict", flags=flags)
     if page.rotation:
         to_display(data, page)
     out = PageText()
@@ -271,7 +286,26 @@ def read_page(
                 box = TextBox.of(group)
                 if box is not None:
                     target_list.append(box)
+    if any(not b["lines"] for b in text_blocks):
+        _add_glyphless_text(page, flags, out)
     return out
+
+
+def _add_glyphless_text(page: pymupdf.Page, flags: int, out: PageText) -> None:
+    """Text MuPDF holds without glyph boxes: ``/ActualText`` of a marked-content figure.
+
+    The "dict" output has its block with no lines (pdfium's tagged_actual_text:
+    the page's only text is a figure's ActualText, no text-showing operator),
+    while the "blocks" output has its text, with a box of zero width or
+    height. Only such pages pay for the second pass.
+    """
+    for x0, y0, x1, y1, text, *_ in page.get_text("blocks", flags=flags):
+        if text.strip() and (x1 - x0 < 0.5 or y1 - y0 < 0.5):
+            lines = [Line(t, (x0, y0, x1, y1), 0.0) for t in text.strip().split("\n")]
+            box = TextBox.of(lines)
+            if box is not None:
+                out.visible.append(box)
+                out.actual_text.append(box.text)
 
 
 def to_display(data: dict, page: pymupdf.Page) -> None:

@@ -1,17 +1,24 @@
-"""OCR of one PDF page with tesseract: render, find the orientation, recognise.
+"""OCR of one PDF page with tesseract: render, find orientation and script, recognise.
 
 * The page is rendered at ``ExtractConfig.dpi`` in grey, unless that would
   exceed ``ocr_max_megapixels``: then the resolution is lowered to fit (a
   30-inch page at 300 dpi is 81 megapixels; tesseract's memory and time grow
   with the pixel count, not with the text on the page).
-* Orientation: tesseract's OSD (``--psm 0``) on a copy scaled to ~150 dpi,
-  which is plenty for OSD and four times cheaper; the page image is turned
-  upright before recognition. Without this an upside-down page comes out as
-  garbage ("UN NNIT 6r6867# XATAL" on the LinnSequencer file).
-* Recognition with ``image_to_data``: tesseract's own block/paragraph
-  structure becomes our blocks, with boxes mapped back to PDF points.
-* Every tesseract call has ``ocr_timeout_s``; a page that runs out is left
-  empty with a note rather than stalling the batch.
+* Orientation and script: tesseract's OSD (``--psm 0``) on a copy scaled to
+  ~150 dpi, which is plenty for OSD and four times cheaper; the page image is
+  turned upright before recognition. Without this an upside-down page comes
+  out as garbage ("UN NNIT 6r6867# XATAL" on the LinnSequencer file). The
+  script OSD reports chooses the language (:data:`SCRIPT_LANGS`: Cyrillic
+  reads with ``rus``, Arabic with ``ara``...) unless ``--lang`` names one;
+  a script whose language pack is not installed, or a page too sparse for
+  OSD, reads with ``ocr_fallback_lang``.
+* Recognition with TSV output: tesseract's own block/paragraph structure
+  becomes our blocks, with boxes mapped back to PDF points.
+* Every tesseract call is bounded by CPU time (``ocr_cpu_s``, see
+  ``tesseract.py``), so load does not make a page fail. A call that runs out
+  is retried once at two thirds of the resolution; if that runs out too, the
+  page is a gap of a partial result ("OCR gave up after S s"), which the
+  CLI prints on stderr and reports with exit status 4.
 """
 
 from __future__ import annotations
@@ -19,13 +26,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import pytesseract
 from PIL import Image
 
 from docsan.config import ExtractConfig
-from docsan.errors import DocsanError
+from docsan.extract import tesseract
 from docsan.extract.mupdf import pymupdf
-from docsan.model import BBox, Block, Source
+from docsan.extract.tesseract import OcrFailedError, OcrTimeout, OcrUnavailableError
+from docsan.model import BBox, Block, Gap, Source
 from docsan.text.joining import join_pieces
 
 # OSD needs only letter shapes; this is its resolution (see the module docstring).
@@ -36,23 +43,42 @@ MIN_OSD_CONFIDENCE = 2.0
 # rendered at least this fine within the megapixel limit is skipped.
 MIN_DPI = 72
 
-INSTALL_HINT = (
-    "install tesseract with the chi_sim, eng and osd language data "
-    "(Debian/Ubuntu: apt-get install tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-eng tesseract-ocr-osd), "
-    "or turn OCR off with --no-ocr"
-)
+# OSD's script name -> tesseract language packs; "+eng" for the Latin words and digits every page has.
+SCRIPT_LANGS: dict[str, str] = {
+    "Latin": "eng",
+    "Han": "chi_sim+eng",
+    "HanS": "chi_sim+eng",
+    "HanT": "chi_tra+eng",
+    "Japanese": "jpn+eng",
+    "Katakana": "jpn+eng",
+    "Hiragana": "jpn+eng",
+    "Hangul": "kor+eng",
+    "Korean": "kor+eng",
+    "Cyrillic": "rus+eng",
+    "Arabic": "ara+eng",
+    "Hebrew": "heb+eng",
+    "Thai": "tha+eng",
+    "Greek": "ell+eng",
+    "Devanagari": "hin+eng",
+}
+# OSD's script confidence below this is a guess: read with the fallback languages.
+MIN_SCRIPT_CONFIDENCE = 1.0
+# The wall-clock backstop, as a multiple of the CPU budget and at least MIN_WALL_S (see tesseract.py).
+WALL_FACTOR = 10
+MIN_WALL_S = 60.0
+# The retry after a timeout renders at this share of the resolution (and so of the pixels, squared).
+RETRY_DPI_SHARE = 2 / 3
 
-
-class OcrUnavailableError(DocsanError):
-    """OCR is needed but tesseract (or a language pack) is not installed."""
+__all__ = ["OcrPage", "OcrUnavailableError", "ocr_page"]
 
 
 @dataclass(slots=True)
 class OcrPage:
     blocks: list[Block] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # Why the page could not be read at all (size or time limit); the extractor records it as a Change.
-    given_up: str | None = None
+    gaps: list[Gap] = field(default_factory=list)
+    # The languages the page was read with (the flag's, or chosen from OSD's script).
+    lang: str = ""
 
 
 def _dpi_within_limit(rect: pymupdf.Rect, dpi: int, max_megapixels: float) -> int:
@@ -67,32 +93,30 @@ def _render(page: pymupdf.Page, dpi: int) -> Image.Image:
     return Image.frombytes("L", (pix.width, pix.height), pix.samples)
 
 
-def _tesseract(call, *args, **kwargs):
-    """Run a pytesseract call, turning "not installed" into a clear DocsanError."""
-    try:
-        return call(*args, **kwargs)
-    except pytesseract.TesseractNotFoundError:
-        raise OcrUnavailableError(f"OCR needed but tesseract is not installed: {INSTALL_HINT}") from None
-    except pytesseract.TesseractError as err:
-        if "Failed loading language" in str(err) or "Error opening data file" in str(err):
-            raise OcrUnavailableError(
-                f"OCR needed but a tesseract language is missing ({err.message.strip()}): {INSTALL_HINT}"
-            ) from None
-        raise
-
-
-def _orientation(image: Image.Image, dpi: int, timeout: float) -> int:
-    """Clockwise degrees that turn ``image`` upright (0 when OSD is unsure)."""
+def _osd(image: Image.Image, dpi: int, config: ExtractConfig) -> tuple[int, str | None]:
+    """(clockwise degrees that turn ``image`` upright, OSD's script or None); (0, None) when OSD is unsure."""
     scale = min(1.0, OSD_DPI / dpi)
     small = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
-    try:
-        osd = _tesseract(pytesseract.image_to_osd, small, output_type=pytesseract.Output.DICT, timeout=timeout)
-    except pytesseract.TesseractError:
-        # "Too few characters": a blank or picture-only page has no orientation to fix.
-        return 0
-    if float(osd.get("orientation_conf", 0.0)) < MIN_OSD_CONFIDENCE:
-        return 0
-    return int(osd.get("rotate", 0)) % 360
+    osd = tesseract.image_to_osd(small, cpu_s=config.ocr_cpu_s, wall_s=_wall(config))
+    rotate = 0
+    if float(osd.get("orientation_conf", 0.0)) >= MIN_OSD_CONFIDENCE:  # type: ignore[arg-type]
+        rotate = int(osd.get("rotate", 0)) % 360  # type: ignore[call-overload]
+    script = osd.get("script") if float(osd.get("script_conf", 0.0)) >= MIN_SCRIPT_CONFIDENCE else None  # type: ignore[arg-type]
+    return rotate, str(script) if script else None
+
+
+def _wall(config: ExtractConfig) -> float:
+    return max(MIN_WALL_S, WALL_FACTOR * config.ocr_cpu_s)
+
+
+def choose_lang(config: ExtractConfig, script: str | None) -> str:
+    """``--lang`` if given; else the language of OSD's script when its packs are installed; else the fallback."""
+    if config.lang != "auto":
+        return config.lang
+    lang = SCRIPT_LANGS.get(script or "")
+    if lang and set(lang.split("+")) <= tesseract.installed_languages():
+        return lang
+    return config.ocr_fallback_lang
 
 
 def _unrotate(box: tuple[float, float, float, float], rotate: int, w: int, h: int) -> tuple[float, ...]:
@@ -108,40 +132,55 @@ def _unrotate(box: tuple[float, float, float, float], rotate: int, w: int, h: in
 
 
 def ocr_page(page: pymupdf.Page, config: ExtractConfig) -> OcrPage:
-    """OCR ``page``; blocks are tesseract paragraphs with ``Source.OCR``."""
-    out = OcrPage()
+    """OCR ``page``; blocks are tesseract paragraphs with ``Source.OCR``; a page OCR gave up on is a gap."""
+    out = OcrPage(lang=config.lang if config.lang != "auto" else config.ocr_fallback_lang)
     number = page.number + 1
     dpi = _dpi_within_limit(page.rect, config.dpi, config.ocr_max_megapixels)
     if dpi < MIN_DPI:
-        out.given_up = f"too large to OCR within {config.ocr_max_megapixels:g} megapixels; skipped"
+        out.notes.append(f"page {number}: too large to OCR within {config.ocr_max_megapixels:g} megapixels; skipped")
+        out.gaps.append(Gap(number, f"too large to OCR within {config.ocr_max_megapixels:g} megapixels"))
         return out
     if dpi < config.dpi:
         out.notes.append(
             f"page {number}: rendered at {dpi} dpi instead of {config.dpi} to stay within "
             f"{config.ocr_max_megapixels:g} megapixels"
         )
+    spent = 0.0
+    for attempt in range(2):
+        try:
+            out.blocks = _recognise(page, dpi, config, out)
+            return out
+        except OcrTimeout as err:
+            spent += err.seconds
+            if attempt == 0:
+                retry_dpi = max(MIN_DPI, round(dpi * RETRY_DPI_SHARE))
+                out.notes.append(
+                    f"page {number}: OCR ran out of {err.what} ({err.seconds:g} s); retrying at {retry_dpi} dpi"
+                )
+                dpi = retry_dpi
+        except OcrFailedError as err:
+            out.gaps.append(Gap(number, f"OCR failed ({err})"))
+            out.notes.append(f"page {number}: OCR failed ({err}); page left empty")
+            return out
+    out.notes.append(f"page {number}: OCR gave up after {spent:g} s; page left empty")
+    out.gaps.append(Gap(number, f"OCR gave up after {spent:g} s"))
+    return out
+
+
+def _recognise(page: pymupdf.Page, dpi: int, config: ExtractConfig, out: OcrPage) -> list[Block]:
+    number = page.number + 1
     image = _render(page, dpi)
     w, h = image.size
-    try:
-        rotate = _orientation(image, dpi, config.ocr_timeout_s)
-        if rotate:
-            # PIL turns counter-clockwise; OSD's "rotate" is clockwise.
-            image = image.rotate(-rotate, expand=True)
-            out.notes.append(f"page {number}: turned {rotate}° upright before OCR")
-        data = _tesseract(
-            pytesseract.image_to_data,
-            image,
-            lang=config.lang,
-            output_type=pytesseract.Output.DICT,
-            timeout=config.ocr_timeout_s,
-        )
-    except RuntimeError as err:
-        if "timeout" not in str(err).lower():
-            raise
-        out.given_up = f"OCR gave up after {config.ocr_timeout_s:g} s; page left empty"
-        return out
-    out.blocks = _paragraphs(data, rotate, w, h, 72 / dpi)
-    return out
+    rotate, script = _osd(image, dpi, config)
+    if rotate:
+        # PIL turns counter-clockwise; OSD's "rotate" is clockwise.
+        image = image.rotate(-rotate, expand=True)
+        out.notes.append(f"page {number}: turned {rotate}° upright before OCR")
+    out.lang = choose_lang(config, script)
+    if config.lang == "auto" and script:
+        out.notes.append(f"page {number}: OSD script {script}; OCR languages {out.lang}")
+    data = tesseract.image_to_data(image, out.lang, cpu_s=config.ocr_cpu_s, wall_s=_wall(config))
+    return _paragraphs(data, rotate, w, h, 72 / dpi)
 
 
 def _paragraphs(data: dict[str, list], rotate: int, w: int, h: int, to_pt: float) -> list[Block]:

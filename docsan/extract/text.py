@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
+from docsan.config import ExtractConfig
 from docsan.errors import InputError
+from docsan.extract.encoding import decode
 from docsan.model import Document, DocumentKind, Page, Source
 from docsan.text.paragraphs import paragraphs_to_blocks
 
 
-def decode(data: bytes, name: str) -> str:
-    """UTF-8 (with or without BOM), then UTF-16 by BOM, then GB18030 for legacy Chinese files."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
-    for encoding in ("utf-8-sig", "gb18030"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    # Not valid in either: keep what is readable; U+FFFD marks the rest and
-    # the normalize stage reports its removal.
-    return data.decode("utf-8", errors="replace")
-
-
-def text_document(data: bytes, name: str, *, markdown: bool = False) -> Document:
-    text = decode(data, name)
+def text_document(data: bytes, name: str, config: ExtractConfig | None = None, *, markdown: bool = False) -> Document:
+    decoded = decode(data, name, (config or ExtractConfig()).encoding)
+    text = decoded.text
     if not text.strip():
         raise InputError(name, "empty input")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -31,4 +20,4 @@ def text_document(data: bytes, name: str, *, markdown: bool = False) -> Document
         for i, chunk in enumerate(text.split("\x0c"), start=1)
     ]
     kind = DocumentKind.MARKDOWN if markdown else DocumentKind.TEXT
-    return Document(pages=tuple(pages), kind=kind, name=name)
+    return Document(pages=tuple(pages), kind=kind, name=name, notes=(decoded.note,))

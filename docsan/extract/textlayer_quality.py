@@ -1,54 +1,79 @@
-"""Is a page's text layer real text, or garbage that only OCR can replace?
+"""Is a piece of text real writing in some script, or garbage only OCR (or another decoding) can fix?
 
 A text layer can exist and still be useless: a font without a Unicode map
 extracts as ``(cid:12)``, ``GLYPH<3>``, U+FFFD, private-use code points or
 Latin-1 mojibake (``§ìÜ£îüí``), and a bad OCR layer over a scan reads
-``«POAH «3E*»CM tanntxim``. We score the page by counting units:
+``«POAH «3E*»CM tanntxim``. Real text, on the other hand, can be in any
+script: ``Привет, мир``, ``مرحبا بالعالم``, ``สวัสดีชาวโลก``, ``こんにちは世界``,
+Czech or Vietnamese with their diacritics. So the judgement uses only
+Unicode's own properties (scripts, letters, combining marks, symbols), never
+a word list of one language:
 
-* English: whitespace tokens. A token whose letters form a word in the
-  50,000 most frequent English words (wordfreq), or a number, is *good*; an
-  ASCII word we do not know (a name, an abbreviation, an OCR typo) is
-  *unknown*; a token holding U+FFFD, private-use or control characters,
-  ``(cid:N)``/``GLYPH<>`` markers, symbols inside letters, or non-ASCII
-  letters that make no known word is *bad*.
-* Chinese: every CJK character is a unit; the 3,755 common characters
-  (GB2312 level 1, which covers >99% of running modern text) are *good*,
-  others *unknown*.
+* A whitespace token is a unit. It is **bad** when it holds U+FFFD,
+  private-use or control characters, ``(cid:N)``/``GLYPH<>`` markers, a
+  symbol wedged between letters (``«3E*»CM``), a combining mark that follows
+  no letter, letters of two scripts that are never written together in one
+  word (``Aπ``, ``Жx``; Han with kana, and Latin with CJK, are normal), more
+  symbols than letters and digits, or (Latin, Greek, Cyrillic) a word made
+  mostly of accented capitals and accented letters (``rÜñê``: the shape of
+  Latin-1 mojibake); otherwise it is **good**.
+* Han ideographs are units one by one: an ideograph in the everyday sets of
+  Chinese, Taiwanese or Japanese encodings (GB2312 level 1, Big5 level 1,
+  JIS X 0208 level 1: together >99% of running text) is *good*, a rarer one
+  *unknown*. Rare ideographs are what a Chinese file decoded with the wrong
+  legacy encoding turns into (``瞳叭厨``), so the encoding detector reads the
+  same score. Kana and Hangul syllables are good units too.
 
-A page is garbage when good units are under half of all units, or bad units
-are over a quarter. Dot leaders set in an unmapped font (a run of U+FFFD
-after a real label, as in the FY2013 budget table) are one bad token per
-line among many good labels and numbers, so such a page stays well inside
-both limits, while a page of ``"7+%-`` junk or mojibake does not.
+A text is garbage when good units are under :data:`MIN_GOOD_SHARE` of the
+units judged good or bad, or bad units over :data:`MAX_BAD_SHARE` of all (rare
+ideographs are rare, not broken: CJK Extension A text is not garbage). The
+stricter :attr:`Quality.plausible` counts them against, for the encoding
+detector. Dot leaders set in an unmapped font
+(a run of U+FFFD after a real label, as in the FY2013 budget table) are one
+bad token per line among many good labels and numbers, so such a page stays
+inside both limits, while a page of ``"7+%-`` junk or mojibake does not.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from pathlib import Path
+from functools import lru_cache
 
 import regex
 
-# Below this share of good units, the page has "almost no real words".
+# Below this share of good units, the text has "almost nothing readable".
 MIN_GOOD_SHARE = 0.65
-# Above this share of outright bad units, the page is garbage even if the rest reads well.
+# Above this share of outright bad units, the text is garbage even if the rest reads well.
 MAX_BAD_SHARE = 0.15
 
 # Single-character classes and bounded repeats only: linear on any input.
 _MARKER = regex.compile(r"\(cid:\d{1,6}\)|GLYPH<[^<>\s]{0,40}>")
 _BAD_CHAR = regex.compile(r"[\ufffd\p{Co}\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_HAN = regex.compile(r"[\p{Han}]")
+_HAN = regex.compile(r"\p{Han}")
+_SYLLABIC = regex.compile(r"[\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc]")
+# Half-width katakana: a 1980s terminal form, rare in running text; what Cyrillic read as Shift-JIS gives.
+_HALFWIDTH_KANA = regex.compile(r"[\uff66-\uff9f]")
 _LEADERS = frozenset(".·…-_–—")
-_ALNUM_RUN = regex.compile(r"[\p{L}\p{N}]+")
-# A letter, then a symbol that real words never carry inside them, then a letter.
-_ODD_INSIDE = regex.compile(r"\p{L}[«»©®£¥§¤¶^~*|\\{}<>]\p{L}|\p{L}[«»©§¤¶^~*|\\{}]|[«»©§¤¶^~*|\\{}]\p{L}")
-_SINGLE_LETTER_WORDS = {"a", "i", "A", "I"}
+# A letter, then a symbol that real words never carry inside them, then a letter; or a letter
+# touching a guillemet, section or copyright sign (Markdown's "**bold**" and "|cell" are fine).
+_ODD_INSIDE = regex.compile(r"\p{L}[«»©®£¥§¤¶^~*|\\{}<>]\p{L}|\p{L}[«»©§¤¶]|[«»©§¤¶]\p{L}")
+# A combining mark at the start of a token or after a non-letter (a letter's marks may stack).
+_STRAY_MARK = regex.compile(r"(?:^|[^\p{L}\p{M}])\p{M}")
+# Letters of the cased alphabets whose mojibake shows up as a word of accented letters.
+_ACCENTED = regex.compile(r"[\u00c0-\u00ff\u0100-\u024f]")
+_SCRIPT_OF_LETTER = regex.compile(
+    r"(?P<Latin>\p{Latin})|(?P<Greek>\p{Greek})|(?P<Cyrillic>\p{Cyrillic})|(?P<Arabic>\p{Arabic})"
+    r"|(?P<Hebrew>\p{Hebrew})|(?P<Thai>\p{Thai})|(?P<CJK>[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}])"
+    r"|(?P<Other>\p{L})"
+)
+# Scripts that share words with Latin letters in real text (product names, units, codes).
+_MIXES_WITH_LATIN = frozenset({"CJK", "Latin"})
 
 
 @dataclass(frozen=True, slots=True)
 class Quality:
-    """Unit counts of one page's text and the verdict drawn from them."""
+    """Unit counts of one text and the verdict drawn from them."""
 
     good: int
     unknown: int
@@ -68,114 +93,88 @@ class Quality:
 
     @property
     def garbage(self) -> bool:
-        if self.total == 0:
+        # Rare ideographs (unknown) are neither: a page of CJK Extension A is rare, not broken.
+        judged = self.good + self.bad
+        if judged == 0:
             return False
-        return self.good_share < MIN_GOOD_SHARE or self.bad_share > MAX_BAD_SHARE
+        return self.good / judged < MIN_GOOD_SHARE or self.bad_share > MAX_BAD_SHARE
+
+    @property
+    def plausible(self) -> bool:
+        """Reads as real text in the strict sense the encoding detector needs: rare ideographs count against."""
+        return self.total > 0 and self.good_share >= MIN_GOOD_SHARE and self.bad_share <= MAX_BAD_SHARE
+
+    @property
+    def score(self) -> float:
+        """One number to compare two readings of the same text: higher reads better."""
+        return self.good_share - 2 * self.bad_share
 
     def describe(self) -> str:
         return f"{self.good}/{self.total} good units, {self.bad} bad"
 
 
-# The English vocabulary: the 50,000 most frequent words (see the module docstring).
-ENGLISH_WORDS = 50_000
-# wordfreq's own number filter (wordfreq.numbers.MULTI_DIGIT_RE): its lists leave such words out.
-_MULTI_DIGIT = regex.compile(r"\d[\d.,]+")
-
-
-@cache
-def _english_words() -> frozenset[str]:
-    return frozenset(top_words("en", ENGLISH_WORDS))
-
-
-def top_words(lang: str, n: int) -> list[str]:
-    """``wordfreq.top_n_list(lang, n)`` read straight from wordfreq's "large" list file.
-
-    Importing wordfreq (langcodes, its tokenizers) and building the list
-    cost 0.25 s per process, a sixth of the floor's whole run; streaming the
-    file and stopping after ``n`` words costs 0.05 s. A file of another
-    format, or a language without a large list, goes through wordfreq itself.
-    """
-    import gzip
-    import importlib.util
-
-    import msgpack
-
-    spec = importlib.util.find_spec("wordfreq")
-    path = Path(spec.origin).parent / "data" / f"large_{lang}.msgpack.gz" if spec and spec.origin else None
-    if path is None or not path.is_file():
-        return _top_words_from_wordfreq(lang, n)
-    words: list[str] = []
-    with gzip.open(path, "rb") as f:
-        # A cBpack file: [header, band, band, ...], bands from most to least frequent.
-        unpacker = msgpack.Unpacker(f, raw=False)
-        bands = unpacker.read_array_header() - 1
-        if unpacker.unpack() != {"format": "cB", "version": 1}:
-            return _top_words_from_wordfreq(lang, n)
-        for _ in range(bands):
-            words += [w for w in unpacker.unpack() if not _MULTI_DIGIT.match(w)]
-            if len(words) >= n:
-                break
-    return words[:n]
-
-
-def _top_words_from_wordfreq(lang: str, n: int) -> list[str]:
-    from wordfreq import top_n_list
-
-    return top_n_list(lang, n)
-
-
+@lru_cache(maxsize=65536)
 def _is_common_han(ch: str) -> bool:
-    try:
-        first = ch.encode("gb2312")[0]
-    except UnicodeEncodeError:
-        return False
-    # GB2312 rows 16-55 (lead bytes 0xB0-0xD7) are the level-1 common characters.
-    return 0xB0 <= first <= 0xD7
+    """In the everyday level-1 set of GB2312, Big5 or JIS X 0208 (see the module docstring)."""
+    for codec, lo, hi in (("gb2312", 0xB0, 0xD7), ("big5", 0xA4, 0xC6), ("shift_jis", 0x88, 0x98)):
+        try:
+            lead = ch.encode(codec)[0]
+        except UnicodeEncodeError:
+            continue
+        if lo <= lead <= hi:
+            return True
+    return False
+
+
+def _scripts(token: str) -> set[str]:
+    return {m.lastgroup for m in _SCRIPT_OF_LETTER.finditer(token) if m.lastgroup}
 
 
 def _classify_token(token: str) -> str | None:
-    """'good', 'unknown', 'bad', or None for a token with no letters or digits."""
-    words = _english_words()
+    """'good' or 'bad' for a token without Han ideographs; None when it has no letters or digits."""
     if token.isascii() and token.isalpha():
-        # The commonest token, a plain word: none of the checks below can fire
-        # but the last two (it is its own single run, of letters only).
-        return "good" if (len(token) > 1 and token.lower() in words) or token in _SINGLE_LETTER_WORDS else "unknown"
+        return "good"  # the commonest token: a plain word, none of the checks below can fire
     if _BAD_CHAR.search(token) or _MARKER.search(token):
         return "bad"
-    runs = _ALNUM_RUN.findall(token)
-    if not runs:
+    letters = sum(1 for c in token if c.isalpha())
+    alnum = sum(1 for c in token if c.isalnum())
+    if not alnum:
         return None
     # Leader characters (dots, dashes, underscores) are layout, not junk: "cancer?......8".
-    symbols = sum(1 for c in token if not (c.isalnum() or c in _LEADERS))
-    if symbols > 2 * sum(len(r) for r in runs) or _ODD_INSIDE.search(token):
-        # Mostly symbols ('"7+%-'), or a symbol between letters ("«3E*»CM", "H^uid",
-        # "£ug»r"): the shapes of a font without a Unicode map and of bad OCR.
+    symbols = sum(1 for c in token if not (c.isalnum() or c in _LEADERS or unicodedata.category(c)[0] == "M"))
+    if symbols > 2 * alnum or _ODD_INSIDE.search(token) or _STRAY_MARK.search(token):
+        # Mostly symbols ('"7+%-'), or a symbol between letters ("«3E*»CM", "H^uid"): the shapes of a
+        # font without a Unicode map and of bad OCR.
         return "bad"
-    if not all(r.isascii() for r in runs):
-        # Non-ASCII letters that make no known word: the shape of Latin-1 mojibake ("§ìÜ£îüí").
-        return "good" if any(r.lower() in words for r in runs) else "bad"
-    for r in runs:
-        if r.isdigit() or (len(r) > 1 and r.lower() in words) or r in _SINGLE_LETTER_WORDS:
-            return "good"
-    # Names, codes (1040NR, CUSTOMER_TAX_ID), OCR typos: real or not, we cannot tell.
-    return "unknown"
+    scripts = _scripts(token)
+    if len(scripts) > 1 and not scripts <= _MIXES_WITH_LATIN:
+        return "bad"
+    if letters >= 3 and len(_ACCENTED.findall(token)) * 3 > letters * 2:
+        return "bad"  # "rÜñê", "ÜèßÜü": accented letters only, as mojibake spells
+    return "good"
 
 
 @lru_cache(maxsize=65536)
 def _token_units(token: str) -> tuple[int, int, int]:
     """(good, unknown, bad) units of one whitespace token; cached, as running text repeats tokens."""
-    good = unknown = bad = 0
     if token.isascii():
-        rest = [token]
-    else:
-        hans = _HAN.findall(token)
+        kind = _classify_token(token)
+        return (kind == "good", 0, kind == "bad")
+    good = unknown = bad = 0
+    hans = _HAN.findall(token)
+    if hans:
         common = sum(1 for h in hans if _is_common_han(h))
         good, unknown = common, len(hans) - common
-        rest = _HAN.sub(" ", token).split() if hans else [token]
-    for piece in rest:
+    syllables = len(_SYLLABIC.findall(token))
+    halfwidth = len(_HALFWIDTH_KANA.findall(token))
+    good += syllables - halfwidth
+    unknown += halfwidth
+    rest = token
+    if hans or syllables:
+        rest = _SYLLABIC.sub(" ", _HAN.sub(" ", token))
+    for piece in rest.split():
         kind = _classify_token(piece)
         good += kind == "good"
-        unknown += kind == "unknown"
         bad += kind == "bad"
     return good, unknown, bad
 
@@ -187,3 +186,8 @@ def assess(text: str) -> Quality:
         g, u, b = _token_units(token)
         good, unknown, bad = good + g, unknown + u, bad + b
     return Quality(good, unknown, bad)
+
+
+def letters(text: str) -> int:
+    """Letters (and the marks that belong to them) in ``text``: what "text kept" is counted in."""
+    return sum(1 for c in text if c.isalpha() or unicodedata.category(c) == "Mn")

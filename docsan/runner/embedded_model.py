@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from docsan.paths import docsan_home
 from docsan.runner.errors import RunnerError
-from docsan.runner.paths import docsan_home
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The folder name carries the source file, so a different GGUF never reuses a stale conversion.

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from docsan.errors import DocsanError
+from docsan.paths import docsan_home
 from docsan.runner.backends.base import Backend, GenerationRequest
-from docsan.runner.paths import docsan_home
 from docsan.runner.tiers import Tier
 
 SCHEMA = """

@@ -28,10 +28,10 @@ from pathlib import Path
 import httpx
 
 from docsan.config.runner import EmbeddedConfig
+from docsan.paths import docsan_home
 from docsan.runner.backends.embedded import embedded_engine_kwargs
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.errors import RunnerError
-from docsan.runner.paths import docsan_home
 
 # The model id the child serves (what /v1/models lists and clients may send).
 SERVED_NAME = "SmolLM2-135M-Instruct"

@@ -7,7 +7,8 @@ Runs first so every later stage compares clean text. Three steps per block:
    are how hidden instructions are smuggled into prompts, so each removal is
    reported, grouped per block and per character class. Two emoji sequences
    need them and keep them: a ZWJ between two emoji (👨‍👩‍👧) and the tag
-   characters of the subdivision flags (England, Scotland, Wales).
+   characters of the subdivision flags (England, Scotland, Wales). Variation
+   selectors stay only where they select a glyph (chardata.VARIATION_SELECTORS).
    A form feed inside a block splits the block: the layout meant a break.
 2. ftfy repairs mojibake, line by line, with a CJK-safe configuration (see
    :meth:`Normalize.ftfy_config`).
@@ -35,15 +36,16 @@ from pydantic.dataclasses import dataclass
 from docsan.model import Block, BlockKind, Cell, ChangeKind, Document, Page, Source, Table
 from docsan.render import table_text
 from docsan.report import Change, ChangeCode, StageResult
-from docsan.text.chardata import CJK, INVISIBLE_CLASSES, REMOVABLE, invisible_class, invisible_slug
+from docsan.text.chardata import CJK, INVISIBLE_CLASSES, REMOVABLE, VARIATION_SELECTORS, invisible_class, invisible_slug
 
 MOJIBAKE = ChangeCode("normalize.mojibake", ChangeKind.REWRITTEN, "ftfy repaired mis-decoded text (mojibake)")
-# One code per class of invisible characters (docsan.text.chardata), and the form feed that splits a block.
+# One code per class of invisible characters (docsan.text.chardata), the variation selectors that
+# select no glyph, and the form feed that splits a block.
 INVISIBLE = {
     name: ChangeCode(
         f"normalize.invisible.{invisible_slug(name)}", ChangeKind.REMOVED, f"{name}s removed from the text"
     )
-    for name in [*(name for name, _ in INVISIBLE_CLASSES), "form feed"]
+    for name in [*(name for name, _ in INVISIBLE_CLASSES), "variation selector", "form feed"]
 }
 
 # Tag-character spellings of the subdivision flags that have an emoji
@@ -59,7 +61,7 @@ _OTHER_SPACES = regex.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f]")
 _SPACE_RUN = regex.compile(r"(?<=[^ \t\n])[ \t]{2,}")
 _BLANK_LINES = regex.compile(r"\n{3,}")
 _LINE_BREAKS = regex.compile(r"\r\n|[\r\x85\u2028\u2029]")
-_ANY_REMOVABLE = regex.compile(rf"[{REMOVABLE}]")
+_ANY_REMOVABLE = regex.compile(rf"[{REMOVABLE}{VARIATION_SELECTORS}]")
 # See Normalize._ftfy: one class, fullmatch, linear.
 _FTFY_NOT_NEEDED = regex.compile(rf"[\x20-\x7e\n\t{CJK}\u3000\u2013\u2014\u2018\u2019\u201c\u201d\u2026]*")
 # The layout whitespace stripped from line ends; U+3000 included, since an
@@ -104,6 +106,12 @@ def _invisible_pattern(flags: tuple[str, ...]) -> regex.Pattern[str]:
         # sequence, not just its ESC, or "[31m" would be left in the text.
         r"|(?P<drop>\x1b\[[0-9;]{0,32}[A-Za-z])"
         rf"|(?P<drop>[{REMOVABLE}])"
+        # Variation selectors that select a glyph stay (chardata.VARIATION_SELECTORS says which);
+        # the lookbehinds see one base character, so a second selector in a row is always dropped.
+        r"|(?P<vs>(?<=\p{Ideographic})[\U000e0100-\U000e01ef])"
+        r"|(?P<vs>(?<=\p{Emoji})[\ufe0e\ufe0f])"
+        r"|(?P<vs>(?<=[^\x00-\x7f\ufe00-\ufe0f\U000e0100-\U000e01ef])[\ufe00-\ufe0d])"
+        rf"|(?P<drop>[{VARIATION_SELECTORS}])"
     )
 
 
@@ -206,6 +214,7 @@ class _Tally:
     removed: Counter[str] = field(default_factory=Counter)
     fixes: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    selectors: list[str] = field(default_factory=list)
 
     def drop(self, match: regex.Match[str]) -> str:
         if match.group("drop") is None:
@@ -215,6 +224,9 @@ class _Tally:
         if 0xE0020 <= ord(char) <= 0xE007E:
             # Tag characters spell ASCII (U+E0041 is "A"): keep the message they hid for the report.
             self.tags.append(chr(ord(char) - 0xE0000))
+        elif 0xE0100 <= ord(char) <= 0xE01EF:
+            # Variant smuggling spells a byte as U+E0100 + byte: the report shows what it said.
+            self.selectors.append(chr(ord(char) - 0xE0100))
         return ""
 
 
@@ -357,8 +369,9 @@ class _Cleaner:
             by_class.setdefault(invisible_class(char), Counter())[char] = n
         for cls, chars in by_class.items():
             reason = f"{cls}: {_counts(chars)}"
-            if cls == "tag character" and tally.tags:
-                reason += f' (hidden text "{"".join(tally.tags)[:200]}")'
+            hidden = {"tag character": tally.tags, "variation selector": tally.selectors}.get(cls)
+            if hidden:
+                reason += f' (hidden text "{"".join(hidden)[:200]}")'
             code = INVISIBLE[cls]
             self.changes.append(code.change(reason, page.number, before, after))
             self.stats["removed_" + code.rule] += sum(chars.values())

@@ -65,6 +65,14 @@ _STARTS_ITEM = regex.compile(
     r"|[\u2460-\u2473\u2776-\u277f]"
     r"|[#>|]"
 )
+# "Human: ", "AI: ", "User 2: ": a speaker's turn in a pasted dialogue starts its own line.
+# Bounded repeat, one class: linear.
+_SPEAKER = regex.compile(r"\p{Lu}[\p{L}\p{N} _-]{0,24}:\s")
+# In text files, a line starting like this is a line of its own: a Markdown heading, a control-token
+# spelling ("<|im_start|>system" names a turn), a quote.
+_OWN_LINE_STARTS = ("#", "<|", "<｜", "<<", "[INST]", ">")
+# Sources whose line breaks the author typed (see Reflow.plain_min_wrap_width).
+_AUTHOR_LINES = frozenset({Source.PLAIN_TEXT, Source.CHAT})
 _FENCE = regex.compile(r"^[ \t]*(?:```|~~~)", flags=regex.MULTILINE)
 _HYPHENS = ("-", "\u2010")
 # The lowercase fragment that continues a word broken at a line end.
@@ -93,6 +101,10 @@ class Reflow:
     # CJK character counting two) is a list of short lines (names, an
     # address, a form) and not wrapped prose: its breaks are kept.
     min_wrap_width: int = Field(SHORT_LINE, ge=1)
+    # The same for text files and chat, whose line breaks are the author's unless the text was
+    # hard-wrapped, at 60-80 columns by every tool that does it: a poem, an address, a dialogue
+    # ("Human: ... / AI: ...") has shorter lines, and joining them changes what it says.
+    plain_min_wrap_width: int = Field(60, ge=1)
     # Sources whose line breaks are layout, not the author's. Plain text and
     # chat are included because uploads are often hard-wrapped; indentation,
     # list markers and code fences protect their real structure.
@@ -219,22 +231,34 @@ class Reflow:
             return self._join_run(lines, vocab, counts) if lines else text
         if block.source not in self.join_sources:
             return text
-        return "\n\n".join(self._paragraph(p, vocab, counts) for p in text.split("\n\n"))
+        plain = block.source in _AUTHOR_LINES
+        return "\n\n".join(self._paragraph(p, vocab, counts, plain=plain) for p in text.split("\n\n"))
 
-    def _paragraph(self, text: str, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
+    def _paragraph(self, text: str, vocab: _Vocabulary | None, counts: Counter[str], *, plain: bool) -> str:
         lines = text.split("\n")
         widths = [display_width(ln.strip()) for ln in lines]
         widest = max(widths)
-        if len(lines) < 2 or widest < self.min_wrap_width:
+        if len(lines) < 2 or widest < (self.plain_min_wrap_width if plain else self.min_wrap_width):
             return text
         out: list[str] = []
         run = [lines[0]]
         for prev_width, line in zip(widths, lines[1:], strict=False):
-            if line[:1].isspace() or _STARTS_ITEM.match(line) or _ends_own_line(run[-1]):
+            if (
+                line[:1].isspace()
+                or _STARTS_ITEM.match(line)
+                or _ends_own_line(run[-1])
+                or (plain and (_SPEAKER.match(line) or run[-1].lstrip().startswith(_OWN_LINE_STARTS)))
+            ):
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n")
                 run = [line]
             elif prev_width + 1 + display_width(_first_word(line)) <= self.fit_ratio * widest:
+                # A short line ends a paragraph. In a PDF the break becomes a blank line (so a second pass
+                # sees two paragraphs). In a text file a short line means the author broke the lines: the
+                # paragraph is not hard-wrapped prose and stays exactly as typed (joining part of it would
+                # change the widths a second pass judges by).
+                if plain:
+                    return text
                 out.append(self._join_run(run, vocab, counts))
                 out.append("\n\n")
                 counts["paragraph_breaks"] += 1

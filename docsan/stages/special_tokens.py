@@ -13,8 +13,8 @@ from typing import ClassVar
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from docsan.budget.control_tokens import Action, guard_for, neutralise
-from docsan.budget.tokenizer import Tokenizer
+from docsan.budget.control_tokens import Action, Guard, guard_for_spec, neutralise_with
+from docsan.budget.tokenizer import resolve_tokenizer_file
 from docsan.model import Block, Cell, ChangeKind, Document
 from docsan.render import table_text
 from docsan.report import Change, ChangeCode, StageResult
@@ -40,33 +40,33 @@ class SpecialTokens:
     action: Action = "escape"
 
     def __post_init__(self) -> None:
-        Tokenizer.load(self.tokenizer)  # a bad path fails when the pipeline is built, not per file
+        resolve_tokenizer_file(self.tokenizer)  # a bad path fails when the pipeline is built, not per file
 
     def __call__(self, doc: Document) -> StageResult:
-        tok = Tokenizer.load(self.tokenizer)
+        guard = guard_for_spec(self.tokenizer)
         changes: list[Change] = []
         pages = []
         for page in doc.pages:
-            blocks = [self._block(b, page.number, tok, changes) for b in page.blocks]
+            blocks = [self._block(b, page.number, guard, changes) for b in page.blocks]
             same = all(a is b for a, b in zip(blocks, page.blocks, strict=True))
             pages.append(page if same else page.with_blocks(blocks))
         out = replace(doc, pages=tuple(pages)) if changes else doc
         return StageResult(out, changes, {"tokens_neutralised": len(changes)})
 
-    def _block(self, block: Block, page: int, tok: Tokenizer, changes: list[Change]) -> Block:
+    def _block(self, block: Block, page: int, guard: Guard, changes: list[Change]) -> Block:
         table = block.table
         if table is None:
-            text, found = neutralise(block.text, tok, self.action)
+            text, found = neutralise_with(block.text, guard, self.action)
         else:
             # A table renders from its cells: their hits are the ones to report,
             # and the block's plain text is rebuilt from them.
             found = []
-            rows = tuple(tuple(self._cell(c, tok, found) for c in row) for row in table.rows)
+            rows = tuple(tuple(self._cell(c, guard, found) for c in row) for row in table.rows)
             table = replace(table, rows=rows)
             text = table_text(table)
         if not found:
             return block
-        escaped = guard_for(tok).escaped
+        escaped = guard.escaped
         for token in found:
             if self.action == "remove":
                 changes.append(REMOVED.change("control token removed", page, token))
@@ -74,7 +74,7 @@ class SpecialTokens:
                 changes.append(ESCAPED.change("control token escaped", page, token, replacement=escaped[token]))
         return replace(block, text=text, table=table)
 
-    def _cell(self, cell: Cell, tok: Tokenizer, found: list[str]) -> Cell:
-        text, hits = neutralise(cell.text, tok, self.action)
+    def _cell(self, cell: Cell, guard: Guard, found: list[str]) -> Cell:
+        text, hits = neutralise_with(cell.text, guard, self.action)
         found.extend(hits)
         return replace(cell, text=text) if hits else cell

@@ -9,6 +9,11 @@ Three inputs reach this stage:
 * tables that came out one cell per line or per block, which are detected and reported
   (not rebuilt: see ``docsan.tables.cell_lines``).
 
+Then a table that ends a page and one that starts the next page, as wide and
+with as many columns, are joined when the second continues the first
+(``docsan.tables.continued``): its repeated header rows are dropped (and
+reported), its rows appended to the first table.
+
 The repair rules, and why vertical spans are never guessed, are in
 ``docsan.tables.repair``. Every changed row is reported with its old and new text.
 """
@@ -19,7 +24,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import ClassVar
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.config import TablePolicy
@@ -27,6 +32,7 @@ from docsan.model import Block, BlockKind, ChangeKind, Document, Page, Table
 from docsan.render import table_row_text, table_text, table_to_markdown
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.tables.cell_lines import cell_per_line_tables
+from docsan.tables.continued import join, repeated_header
 from docsan.tables.pipes import parse_pipe_table
 from docsan.tables.repair import RepairResult, repair_grid
 
@@ -39,6 +45,15 @@ SPAN_MERGED = ChangeCode(
 SPAN_FILLED = ChangeCode("tables.span_filled", ChangeKind.REWRITTEN, "a spanned value repeated in every cell (fill)")
 CELL_PER_LINE = ChangeCode(
     "tables.cell_per_line", ChangeKind.FINDING, "a table the extractor emitted one cell per line (not rebuilt)"
+)
+FRAME_AS_TEXT = ChangeCode(
+    "tables.frame_as_text", ChangeKind.REWRITTEN, "a one-column grid (a frame around text) read as its paragraphs"
+)
+REPEATED_HEADER = ChangeCode(
+    "tables.repeated_header", ChangeKind.REMOVED, "a table's header printed again where it continues on a new page"
+)
+CONTINUED = ChangeCode(
+    "tables.continued", ChangeKind.FINDING, "a table continued at the top of the next page, joined to it"
 )
 
 
@@ -59,11 +74,19 @@ class TableRepair:
     parse_pipe_text: bool = True
     # Report tables that came out one cell per line. Detection only, so on.
     detect_cell_per_line: bool = True
+    # Join a table continued at the top of the next page to the one ending this page; on: read
+    # page by page, a 16-page table is 16 tables and its repeated header reads as data.
+    join_continued: bool = True
+    # Two tables are one only if their widths differ by at most this share (odd and even pages of
+    # a book layout shift the margins, not the width: 490 and 491 pt in the BV rules).
+    width_tolerance: float = Field(0.03, ge=0, lt=1)
 
     def __call__(self, doc: Document) -> StageResult:
         changes: list[Change] = []
         stats: Counter[str] = Counter()
         pages = [self._page(page, changes, stats) for page in doc.pages]
+        if self.join_continued and not doc.is_chat:
+            pages = self._join_continued(pages, changes, stats)
         base = {
             "tables_seen": 0,
             "tables_changed": 0,
@@ -72,6 +95,9 @@ class TableRepair:
             "rows_dropped": 0,
             "cols_dropped": 0,
             "cell_per_line_tables": 0,
+            "frames_read_as_text": 0,
+            "tables_joined": 0,
+            "repeated_headers_dropped": 0,
         }
         return StageResult(doc.with_pages(pages), changes, {**base, **stats})
 
@@ -101,6 +127,13 @@ class TableRepair:
             changes.extend(self._row_changes(page.number, table, result))
             if result.table.n_rows == 0:
                 continue
+            if result.table.n_cols == 1 and not from_pipes:
+                # One column is a frame around text (a printout's border), not a table: its rows are paragraphs.
+                paras = "\n\n".join(row[0].text for row in result.table.rows if row[0].text)
+                changes.append(FRAME_AS_TEXT.change("one-column frame read as text", page.number, block.text, paras))
+                stats["frames_read_as_text"] += 1
+                blocks.append(replace(block, kind=BlockKind.TEXT, table=None, text=paras))
+                continue
             if from_pipes and (rendered := table_to_markdown(result.table)) != block.text:
                 # Reported as the output will show it: the renderer writes the grid as a Markdown table.
                 changes.append(PIPE_TABLE.change("pipe text read as table", page.number, block.text, rendered))
@@ -108,6 +141,47 @@ class TableRepair:
         if self.detect_cell_per_line:
             self._report_cell_lines(page, changes, stats)
         return page.with_blocks(blocks) if touched else page
+
+    def _join_continued(self, pages: list[Page], changes: list[Change], stats: Counter[str]) -> list[Page]:
+        """Append each table that opens a page to the table that closed the page before, when it continues it."""
+        out = list(pages)
+        open_at: tuple[int, int] | None = None  # (page index, block index) of the table that ended a page
+        for i, page in enumerate(out):
+            blocks = list(page.blocks)
+            if open_at is not None and blocks and self._continues(out[open_at[0]].blocks[open_at[1]], blocks[0]):
+                pi, bi = open_at
+                first, nxt = out[pi].blocks[bi], blocks.pop(0)
+                assert first.table is not None and nxt.table is not None
+                drop = repeated_header(first.table, nxt.table) or 0
+                joined = join(first.table, nxt.table, drop)
+                start = nxt.table.rows[drop] if drop < nxt.table.n_rows else nxt.table.rows[-1]
+                opened = out[pi].number
+                if drop:
+                    header = "\n".join(table_row_text(r) for r in nxt.table.text_rows()[:drop])
+                    reason = f"repeated header of the table from page {opened}"
+                    changes.append(REPEATED_HEADER.change(reason, page.number, header))
+                    stats["repeated_headers_dropped"] += drop
+                row = table_row_text(c.text for c in start)
+                # A finding: the rows moved to the table they continue, none of their text changed.
+                changes.append(CONTINUED.change(f"table continued from page {opened}: joined to it", page.number, row))
+                stats["tables_joined"] += 1
+                first_blocks = list(out[pi].blocks)
+                first_blocks[bi] = replace(first, table=joined, text=table_text(joined))
+                out[pi] = out[pi].with_blocks(first_blocks)
+                out[i] = page = page.with_blocks(blocks)
+                if not blocks:
+                    continue  # the whole page was the table: it may go on over the next one too
+            last = blocks[-1] if blocks else None
+            open_at = (i, len(blocks) - 1) if last is not None and last.kind is BlockKind.TABLE else None
+        return out
+
+    def _continues(self, a: Block, b: Block) -> bool:
+        if a.table is None or b.table is None or b.kind is not BlockKind.TABLE or a.bbox is None or b.bbox is None:
+            return False
+        wide = max(a.bbox.width, b.bbox.width)
+        if wide <= 0 or abs(a.bbox.width - b.bbox.width) > self.width_tolerance * wide:
+            return False
+        return repeated_header(a.table, b.table) is not None
 
     def _row_changes(self, page: int, before: Table, result: RepairResult) -> list[Change]:
         out = []

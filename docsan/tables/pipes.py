@@ -5,8 +5,16 @@ pipe-separated lines, with or without outer pipes and a ``|---|`` rule. Such a
 block is turned into a real :class:`~docsan.model.Table` so the table stage can
 repair it and the renderer writes one clean Markdown table.
 
-A block is a pipe table only when *every* non-empty line splits into at least
-three cells: prose with one "a | b" stays prose.
+A block is a pipe table only when it has the shape of one (prose and shell
+lines with pipes stay prose):
+
+* *every* non-empty line splits into at least three cells ("a | b" is prose);
+* and it has a Markdown rule row (``|---|---|``), or several lines with the
+  same number of cells, or, as one line, empty cells between its values (the
+  incident's collapsed ``地址| | | | |地址``), which ``ls | grep x | wc -l``
+  does not have;
+* no line spells a control token (``<|im_start|>system`` is a token and a
+  word, not three cells).
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ _CELL_SPLIT = regex.compile(r"(?<!\\)\|")
 _RULE_CELL = regex.compile(r"\s*:?-{3,}:?\s*")
 # Three cells on every line: one pipe (or two with outer pipes) is prose or a garbled glyph run.
 MIN_CELLS = 3
+# ChatML-style control-token spellings (<|im_start|>, <｜User｜>): their bars are not cell borders.
+_TOKEN_SPELLING = regex.compile(r"<\|[^|\n]{1,64}\|>|<｜[^｜\n]{1,64}｜>")
 
 
 def _cells(line: str) -> list[str]:
@@ -30,6 +40,13 @@ def _cells(line: str) -> list[str]:
     if s.endswith("|") and not s.endswith("\\|"):
         s = s[:-1]
     return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(s)]
+
+
+def _table_shaped(rows: list[list[str]]) -> bool:
+    if len(rows) > 1:
+        return len({len(r) for r in rows}) == 1
+    inner = rows[0][1:-1]
+    return any(not c for c in inner)
 
 
 def _is_rule(cells: list[str]) -> bool:
@@ -43,16 +60,17 @@ def parse_pipe_table(text: str) -> Table | None:
     first line is taken as the header, the Markdown convention.
     """
     lines = [line for line in text.split("\n") if line.strip()]
-    if not lines or any(len(_cells(line)) < MIN_CELLS for line in lines):
+    if not lines or any(len(_cells(line)) < MIN_CELLS for line in lines) or _TOKEN_SPELLING.search(text):
         return None
     rows: list[list[str]] = []
     header_rows = 1
+    ruled = False
     for line in lines:
         cells = _cells(line)
         if _is_rule(cells):
-            header_rows = len(rows)
+            header_rows, ruled = len(rows), True
             continue
         rows.append(cells)
-    if not rows:
+    if not rows or not (ruled or _table_shaped(rows)):
         return None
     return Table.from_strings([list(r) for r in rows], header_rows=header_rows if len(rows) > 1 else 1)

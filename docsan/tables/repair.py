@@ -9,7 +9,8 @@ neighbouring cells are often real data:
 * horizontal, value … empty … value: the empty cells between two equal values
   of one row are the trace of a lost column span; merged in any row;
 * horizontal, value value (no gap): merged only in header rows, where a
-  multi-column heading is the usual cause; a body row with two equal figures
+  multi-column heading is the usual cause, and below the first header row
+  only under one parent heading; a body row with two equal figures
   (``205,088.00 | 205,088.00``) is data;
 * values without a letter (figures, dates, dashes) are never merged;
 * vertical: never inferred. Equal values in different rows are separate
@@ -62,9 +63,16 @@ def _owners(table: Table) -> list[list[tuple[int, int]]]:
                 continue
             for rr in range(r, min(r + cell.rowspan, n_rows)):
                 for cc in range(c, min(c + cell.colspan, n_cols)):
-                    if (rr, cc) != (r, c):
+                    # A span covers only positions marked covered: a cell of its own inside a span's
+                    # area (an inconsistent extractor grid) keeps its text rather than losing it.
+                    if (rr, cc) != (r, c) and _covered(table, rr, cc):
                         owner[rr][cc] = (r, c)
     return owner
+
+
+def _covered(table: Table, r: int, c: int) -> bool:
+    row = table.rows[r]
+    return c >= len(row) or row[c].covered
 
 
 def repair_grid(table: Table, policy: TablePolicy = "once") -> RepairResult:
@@ -76,6 +84,7 @@ def repair_grid(table: Table, policy: TablePolicy = "once") -> RepairResult:
         for c, cell in enumerate(list(row) + [Cell("")] * (n_cols - len(row)))
     }
     owner = _owners(table) if n_cols else []
+    _adopt_covered_text(table, owner, text)
     merged_rows: set[int] = set()
     merged = 0
     for r in range(n_rows):
@@ -115,6 +124,27 @@ def repair_grid(table: Table, policy: TablePolicy = "once") -> RepairResult:
     )
 
 
+def _adopt_covered_text(table: Table, owner: list[list[tuple[int, int]]], text: dict[tuple[int, int], str]) -> None:
+    """Text an extractor put in a covered position is content, not a span's shadow.
+
+    It goes to the spanning cell when that one is empty, or becomes a cell of
+    its own when it says something else: a row is dropped only when no text
+    starts in it, and text in a covered cell would otherwise be dropped with
+    it (pdfminer's Zen of Python, framed as one tall cell, lost its lines
+    as "empty table rows").
+    """
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row):
+            if not (cell.covered and cell.text.strip()):
+                continue
+            anchor = owner[r][c]
+            if not text[anchor]:
+                text[anchor] = cell.text
+            elif _squash(cell.text) != _squash(text[anchor]):
+                owner[r][c] = (r, c)
+                text[(r, c)] = cell.text
+
+
 def _merge_row(
     r: int,
     owner: list[list[tuple[int, int]]],
@@ -147,7 +177,10 @@ def _merge_row(
                 gap.append(j)
                 j += 1
                 continue
-            if _squash(other) != _squash(value) or (not gap and not header):
+            # Side by side, equal headings are one spanned heading only under one parent: "Domestic |
+            # Domestic" under "JTA" and "RAC" are two columns' names (JAL's traffic tables).
+            under_one = r == 0 or owner[r - 1][c] == owner[r - 1][j]
+            if _squash(other) != _squash(value) or (not gap and not (header and under_one)):
                 break
             # Absorb the gap and the repeat into the anchor.
             last = _span_end(owner, r, j)

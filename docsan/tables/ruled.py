@@ -11,10 +11,18 @@ file. A ruled grid is simple to recover from rules we already hold:
    form connected components; a component with at least two rules each way
    is a grid;
 2. the distinct rule positions give the grid's rows and columns;
+   Vertical rules that start or stop together inside a ruled row (a
+   multi-level header: group names over the columns they span, the column
+   rules starting under them) split that row at their ends;
 3. two neighbouring grid cells with no rule between them are one merged
-   cell (rowspan/colspan), found with a union-find;
+   cell (rowspan/colspan), found with a union-find; a merged region that is
+   not a rectangle (a title row joined to the cells beside the header under
+   it) is cut into rectangles, so no cell covers another;
 4. each text span goes to the cell holding its centre, cut first where it
-   crosses a column line (MuPDF sometimes puts two cells in one span).
+   crosses a column line (MuPDF sometimes puts two cells in one span);
+5. the header is the first row, and each following row that names the
+   sub-columns of a spanned cell above it (no figures in it): NICS's title,
+   group names and column names are three header rows.
 
 Unruled tables (aligned columns without lines) are left to the layout
 order: detecting them from text alone gave false tables on prose.
@@ -29,6 +37,7 @@ from itertools import pairwise
 
 from docsan.geometry import Rect
 from docsan.model import Cell, Table
+from docsan.tables.figures import is_figure
 from docsan.text.joining import join_pieces
 
 # Rule ends closer than this (points) touch; positions closer than this are one grid line.
@@ -158,8 +167,65 @@ class Grid:
         return self.regions[r * self.n_cols + c]
 
 
+def _sub_rows(vs: list[VRule], ys: list[float]) -> list[float]:
+    """Heights inside the grid where at least two vertical rules start or stop away from any horizontal rule.
+
+    NICS draws each group's column rules from under the group name down, with no
+    rule between the name and the column names: the rules' common start is the
+    border between the two header rows.
+    """
+    ends = [y for y0, y1, _ in vs for y in (y0, y1) if ys[0] + SNAP < y < ys[-1] - SNAP]
+    out = []
+    for group in _clusters_of(ends):
+        y = sum(group) / len(group)
+        if len(group) >= MIN_COLS and all(abs(y - row) > SNAP for row in ys):
+            out.append(y)
+    return out
+
+
+def _clusters_of(values: list[float]) -> list[list[float]]:
+    groups: list[list[float]] = []
+    for v in sorted(values):
+        if groups and v - groups[-1][-1] <= SNAP:
+            groups[-1].append(v)
+        else:
+            groups.append([v])
+    return groups
+
+
+def _rectangles(roots: list[int], n_rows: int, n_cols: int) -> tuple[tuple[int, int, int, int], ...]:
+    """Each grid cell's merged region: connected cells of one root, cut into rectangles in reading order.
+
+    A rectangular component is one region (its first cell is its top-left
+    corner); any other shape is split: grow right along the row, then down
+    while the whole width belongs to it.
+    """
+    regions: list[tuple[int, int, int, int] | None] = [None] * (n_rows * n_cols)
+
+    def free(r: int, c: int, root: int) -> bool:
+        return roots[r * n_cols + c] == root and regions[r * n_cols + c] is None
+
+    for i in range(n_rows * n_cols):
+        if regions[i] is not None:
+            continue
+        r, c = divmod(i, n_cols)
+        root, c1, r1 = roots[i], c, r
+        while c1 + 1 < n_cols and free(r, c1 + 1, root):
+            c1 += 1
+        while r1 + 1 < n_rows and all(free(r1 + 1, k, root) for k in range(c, c1 + 1)):
+            r1 += 1
+        for rr in range(r, r1 + 1):
+            for cc in range(c, c1 + 1):
+                regions[rr * n_cols + cc] = (r, c, r1, c1)
+    return tuple(region for region in regions if region is not None)
+
+
 def _grid(hs: list[HRule], vs: list[VRule], min_column: float) -> Grid | None:
-    ys = _positions([h[2] for h in hs])
+    ruled_ys = _positions([h[2] for h in hs])
+    if len(ruled_ys) < 2:
+        return None
+    sub_rows = _sub_rows(vs, ruled_ys)
+    ys = sorted(ruled_ys + sub_rows)
     xs = _positions([v[2] for v in vs])
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     if n_rows < MIN_ROWS or n_cols < MIN_COLS:
@@ -180,6 +246,9 @@ def _grid(hs: list[HRule], vs: list[VRule], min_column: float) -> Grid | None:
 
     v_cov = _coverage(vs, xs, ys)
     h_cov = _coverage(hs, ys, xs)
+    for y in sub_rows:
+        # The rules' common end is a border for every column of the row, as a drawn rule would be.
+        h_cov[ys.index(y)] = [float("inf")] * n_cols
     row_need = [BORDER_COVERAGE * (ys[r + 1] - ys[r]) for r in range(n_rows)]
     col_need = [BORDER_COVERAGE * (xs[c + 1] - xs[c]) for c in range(n_cols)]
     for r in range(n_rows):
@@ -188,16 +257,9 @@ def _grid(hs: list[HRule], vs: list[VRule], min_column: float) -> Grid | None:
                 parent[find(r * n_cols + c + 1)] = find(r * n_cols + c)
             if r + 1 < n_rows and h_cov[r + 1][c] < col_need[c]:
                 parent[find((r + 1) * n_cols + c)] = find(r * n_cols + c)
-    extent: dict[int, tuple[int, int, int, int]] = {}
-    roots = [0] * (n_rows * n_cols)
-    for i in range(n_rows * n_cols):
-        r, c = divmod(i, n_cols)
-        root = roots[i] = find(i)
-        r0, c0, r1, c1 = extent.get(root, (r, c, r, c))
-        extent[root] = (min(r0, r), min(c0, c), max(r1, r), max(c1, c))
-    if len(extent) < MIN_ROWS * MIN_COLS:
+    regions = _rectangles([find(i) for i in range(n_rows * n_cols)], n_rows, n_cols)
+    if len(set(regions)) < MIN_ROWS * MIN_COLS:
         return None
-    regions = tuple(extent[root] for root in roots)
     return Grid(tuple(xs), tuple(ys), regions, (xs[0], ys[0], xs[-1], ys[-1]), n_cols)
 
 
@@ -311,7 +373,28 @@ def fill(grid: Grid, spans: Sequence[Span]) -> Table:
         rows[starts[r0]][c0] = Cell(
             join_pieces([t for t, _, _ in lines]), rowspan=starts[r1 + 1] - starts[r0], colspan=c1 - c0 + 1
         )
-    return Table(tuple(tuple(r) for r in rows))
+    grid_rows = tuple(tuple(r) for r in rows)
+    return Table(grid_rows, header_rows=header_rows(grid_rows))
+
+
+def header_rows(rows: Sequence[Sequence[Cell]]) -> int:
+    """How many rows the header has: the first, and each next one naming the sub-columns of a span above it.
+
+    Row ``k`` extends the header when row ``k - 1`` has a cell spanning
+    columns that row ``k`` splits into at least two named cells, and row ``k``
+    holds no figure. A one-row header (and every table without spans) stays 1.
+    """
+    count = 1
+    while count < len(rows) - 1:
+        above, row = rows[count - 1], rows[count]
+        if any(is_figure(cell.text) for cell in row):
+            break
+        named = [c for c, cell in enumerate(row) if cell.text and not cell.covered]
+        spans = [(c, c + cell.colspan) for c, cell in enumerate(above) if cell.colspan > 1 and not cell.covered]
+        if not any(sum(lo <= c < hi for c in named) >= 2 for lo, hi in spans):
+            break
+        count += 1
+    return count
 
 
 def _band_of(y: float, bands: list[float]) -> int:

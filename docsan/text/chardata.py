@@ -51,6 +51,14 @@ def _class_body(ranges: tuple[tuple[int, int], ...]) -> str:
 # A regex class body with every removable code point (the form feed excluded).
 REMOVABLE = "".join(_class_body(ranges) for _, ranges in INVISIBLE_CLASSES)
 
+# Variation selectors: VS1-16 (U+FE00-U+FE0F) and the ideographic VS17-256 (U+E0100-U+E01EF).
+# They are removed (and reported) except where they select a glyph: an ideographic variation
+# sequence (one of U+E0100-U+E01EF after an ideograph), VS15/VS16 after an emoji-capable
+# character, VS1-14 after a non-ASCII base. Anywhere else, and any second selector in a row,
+# they only carry bits: "variant smuggling" spells ASCII as U+E0100 + byte.
+VARIATION_SELECTOR_RANGES: tuple[tuple[int, int], ...] = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+VARIATION_SELECTORS = _class_body(VARIATION_SELECTOR_RANGES)
+
 # Letters of the scripts written without spaces: Han ideographs, kana,
 # Bopomofo, and the prolonged sound mark U+30FC (a kana letter of script
 # Common). What tokenisers cut into characters (shingles, BM25 bigrams).
@@ -87,7 +95,7 @@ def invisible_class(char: str) -> str:
     cp = ord(char)
     if cp == 0x0C:
         return "form feed"
-    for name, ranges in INVISIBLE_CLASSES:
+    for name, ranges in (*INVISIBLE_CLASSES, ("variation selector", VARIATION_SELECTOR_RANGES)):
         if any(lo <= cp <= hi for lo, hi in ranges):
             return name
     raise ValueError(f"U+{cp:04X} is not a removable character")

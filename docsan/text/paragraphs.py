@@ -41,11 +41,18 @@ def split_paragraphs(text: str) -> list[str]:
 
 
 def paragraphs_to_blocks(text: str, source: Source, *, markdown: bool = False) -> list[Block]:
-    """One block per paragraph; with ``markdown``, a paragraph starting ``#`` to ``######`` is a heading."""
+    """One block per paragraph; with ``markdown``, a paragraph starting ``#`` to ``######`` is a heading
+    (its first line; the lines under it are a text block)."""
     blocks = []
     for para in split_paragraphs(text):
-        kind = BlockKind.HEADING if markdown and _MD_HEADING.match(para.lstrip()) else BlockKind.TEXT
-        blocks.append(Block(para, kind=kind, source=source))
+        if markdown and _MD_HEADING.match(para.lstrip()):
+            # A Markdown heading is its own line: the lines under it (no blank line between) are text.
+            head, _, rest = para.partition("\n")
+            blocks.append(Block(head, kind=BlockKind.HEADING, source=source))
+            if rest.strip():
+                blocks.append(Block(rest, source=source))
+            continue
+        blocks.append(Block(para, source=source))
     return blocks
 
 

@@ -1,4 +1,4 @@
-"""Where docsan keeps its own files: the converted embedded model and the deferred queue."""
+"""Where docsan keeps its own files: the converted embedded model, the deferred queue, caches."""
 
 from __future__ import annotations
 
