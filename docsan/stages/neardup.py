@@ -285,7 +285,7 @@ class NearDuplicates:
         cut = passes[-1].cut
         spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         if self.spans and not doc.is_chat:
-            passes.append(self._cut_passages(doc, removed, cut, passes[-1].protected))
+            passes.append(self._cut_passages(doc, removed, cut, passes[-1].protected, sections.headings))
             removed |= passes[-1].removed
             spans = passes[-1].spans
         changes = [c for p in passes for c in p.changes]
@@ -533,14 +533,17 @@ class NearDuplicates:
         removed: set[tuple[int, int]],
         cut: dict[tuple[int, int], set[int]],
         protected: set[_Para],
+        headings: frozenset[tuple[int, int]],
     ) -> _Pass:
         """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``cut`` paragraphs).
 
         The running text skips what went already; tables and blocks of short
         lines (a form's fields or a table read as text: what reflow leaves
         unjoined) interrupt it, so no copy runs over them: their repeats are
-        structure. The paragraphs kept as boilerplate can be what a copy
-        repeats, but are never cut.
+        structure. The paragraphs kept as boilerplate, and the headings that
+        open a section (``headings``), can be what a copy repeats, but are
+        never cut: a title cut would merge its section into the one before,
+        whose boilerplate would then look twice there.
         """
         found = _Pass()
         entries: list[Entry] = []
@@ -554,7 +557,7 @@ class NearDuplicates:
                 gone = cut.get((i, j), set())
                 for k, (lo, hi) in enumerate(paragraph_spans(block.text)):
                     if k not in gone:
-                        keep = (i, j, k) in protected or (i, j, None) in protected
+                        keep = (i, j, k) in protected or (i, j, None) in protected or (i, j) in headings
                         entries.append(((i, j), block.text[lo:hi], lo, keep))
         passages = find_passages(entries, min_weight=self.min_span_chars, piece_weight=self.min_chars)
         if self.exempt_headings:

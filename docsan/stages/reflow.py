@@ -329,13 +329,16 @@ def _continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     opened = head[-1] in _OPENS or first in _CONTINUES
     if not (opened or first.islower() or (is_cjk(first) and first.isalpha() and (is_cjk(end) or end in "，、,"))):
         return False
-    # The first half's last paragraph must show its column: two lines at least, the last one full. A
-    # single line proves nothing (and a paragraph reflow already joined is one line: joining again
-    # on a second run would not be idempotent).
+    # The halves must show their column, and the first half's last line must be full. Two lines of
+    # either half show it: a single line at the foot of a page (a clause the break cut after its
+    # first line) is measured against the wrapped lines of the second half. Two single lines prove
+    # nothing (and a paragraph reflow already joined is one line: joining again on a second run
+    # would not be idempotent).
     head_lines = [ln.strip() for ln in split_paragraphs(head)[-1].split("\n") if ln.strip()]
-    if len(head_lines) < 2:
+    tail_lines = [ln.strip() for ln in split_paragraphs(tail)[0].split("\n") if ln.strip()]
+    if len(head_lines) < 2 and len(tail_lines) < 2:
         return False
-    widest = max(display_width(ln) for ln in head_lines + [ln.strip() for ln in tail.split("\n")])
+    widest = max(display_width(ln) for ln in head_lines + tail_lines)
     return display_width(head_lines[-1]) + 1 + display_width(_first_word(tail)) > fit_ratio * widest
 
 

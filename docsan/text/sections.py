@@ -59,12 +59,15 @@ ParagraphKey = tuple[int, int, int]
 
 @dataclass(frozen=True, slots=True)
 class Sections:
-    """The section of every block, and the first and last body paragraph of each section."""
+    """The section of every block, the headings that open them, and the first and last body paragraph of each."""
 
     number: dict[tuple[int, int], int]  # (page index, block index) -> 1-based section, 0 before the first
     count: int
     first: dict[int, ParagraphKey]
     last: dict[int, ParagraphKey]
+    # The blocks whose heading opens a section: a later text that repeats one (a copy glued to the
+    # heading's text, pasted before it) does not make the section's own title a copy.
+    headings: frozenset[tuple[int, int]] = frozenset()
 
     def of(self, page: int, block: int) -> int:
         return self.number.get((page, block), 0)
@@ -80,19 +83,21 @@ def find_sections(doc: Document) -> Sections:
     last: dict[int, ParagraphKey] = {}
     section = 0
     titles: set[str] = set()
+    headings: set[tuple[int, int]] = set()
     for i, page in enumerate(doc.pages):
         for j, block in enumerate(page.blocks):
             heading = is_section_heading(block)
             title = "".join(block.text.split())
             if heading and title not in titles:
                 titles.add(title)
+                headings.add((i, j))
                 section += 1
             number[(i, j)] = section
             if not heading and block.kind is BlockKind.TEXT and block.text.strip():
                 paragraphs = len(split_paragraphs(block.text))
                 first.setdefault(section, (i, j, 0))
                 last[section] = (i, j, paragraphs - 1)
-    return Sections(number, section, first, last)
+    return Sections(number, section, first, last, frozenset(headings))
 
 
 @dataclass(frozen=True, slots=True)
