@@ -100,6 +100,35 @@ def test_an_inserted_sentence_keeps_its_place_and_the_pieces_around_it_go() -> N
     assert kept == fact
 
 
+def test_a_short_passage_split_by_an_inserted_sentence_goes_when_its_pieces_weigh_enough() -> None:
+    # Neither piece alone weighs min_weight; the source runs on between them, so they are one copy.
+    first = "The export job writes one archive per knowledge base every night."
+    second = "Each archive holds the documents and their metadata."
+    fact = "The Shanghai rack carries the label SH-B2-117."
+    copy = f"{first} {fact} {second}"
+    cut = removed([f"{first} {second}", "Filler between them.", copy], min_weight=90, piece_weight=40)
+    assert cut == {2: [first, second]}
+
+
+def test_lists_that_share_some_items_stay() -> None:
+    # The IRS instructions' two lists of education benefits: two items alike, a different one
+    # between them in each list. Light pieces with other text in both gaps are not one copy.
+    shared = ["Excludable U.S. series EE and I savings bond interest from Form 8815.", ""]
+    shared[1] = "Any nontaxable distribution of Coverdell education savings account earnings."
+    source = f"You must reduce your qualified expenses by the following amounts.\n{shared[0]}\n"
+    source += f"Nontaxable qualified tuition program earnings or distributions.\n{shared[1]}"
+    copy = f"You must reduce the expenses by the following benefits.\n{shared[0]}\n"
+    copy += f"Any nontaxable distribution of qualified tuition program earnings.\n{shared[1]}"
+    assert removed([source, "Filler between them.", copy], piece_weight=40) == {}
+
+
+def test_a_bullet_read_as_a_stop_starts_a_sentence() -> None:
+    # DMCA's bullets come out of the symbol font as "!": "below. ! If the provider ...".
+    bullets = f"! {EN_A} ! {EN_B} ! The provider must act at once upon proper notice of a claim."
+    cut = removed([bullets, "Filler between them.", f"Then the copy: {EN_B} ! Something new."], min_weight=60)
+    assert cut == {2: [EN_B]}
+
+
 def test_short_repeats_stay() -> None:
     sentence = "See the instructions for line 8 on page 12."
     assert removed([f"{sentence} One thing.", "Another paragraph.", f"Two things. {sentence}"]) == {}

@@ -251,3 +251,24 @@ def test_three_column_federal_register_text_is_joined_into_paragraphs(fedreg) ->
     after = [len(line) for line in text.split("\n")]
     assert sum(n for n in before if n > 90) / sum(before) < 0.1
     assert sum(n for n in after if n > 90) / sum(after) > 0.6
+
+
+def _pages(*pages: str) -> Document:
+    return Document(
+        pages=tuple(Page(k, (Block(t, source=Source.TEXT_LAYER),)) for k, t in enumerate(pages, start=1)),
+        kind=DocumentKind.PDF,
+    )
+
+
+def test_a_single_line_at_the_foot_of_a_page_joins_the_rest_of_its_paragraph() -> None:
+    # The page break cut a clause after its first line: the second half's wrapped lines show the column.
+    head = "Figures in this section are unaudited; the company's published periodic"
+    tail = "reports prevail over them, and no investment decision should rest on this\nsection alone."
+    out = docsan.clean_document(_pages(head, tail), REFLOW).document
+    assert [b.text for _, b in out.blocks()] == [f"{head} {tail.replace(chr(10), ' ')}"]
+    # A short last line (the next word would have fitted after it) ends its paragraph, and two
+    # single lines show no column at all.
+    short = docsan.clean_document(_pages("Figures in this section", tail), REFLOW).document
+    assert len(list(short.blocks())) == 2
+    single = docsan.clean_document(_pages(head, "reports prevail over them."), REFLOW).document
+    assert len(list(single.blocks())) == 2

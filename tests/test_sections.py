@@ -72,3 +72,20 @@ def test_the_same_paragraph_in_two_of_four_sections_is_a_copy() -> None:
 def test_boilerplate_off_removes_the_copies() -> None:
     config = Config().with_overrides(options={"neardup": {"boilerplate": False}})
     assert clean_text(_document(clause_in_every_section=True), config).text.count(CLAUSE) == 1
+
+
+def test_a_section_title_stays_when_an_earlier_copy_holds_its_text() -> None:
+    # A passage pasted before its source (the end of section 2, its clause, the next section's
+    # title and prose, glued into one paragraph): the title where it opens section 3 repeats that
+    # paste, but stays. Cut, it would merge section 3 into section 2, whose two clauses would then
+    # look like a copy, and section 3's clause would go.
+    title = "4.3 Part 3"
+    third = PROSE[2] + " The operators report each of them within a day, with what they measured."
+    glued = f"{PROSE[1]} {CLAUSE} {title} {third}"
+    parts = ["4.1 Part 1", PROSE[0], CLAUSE, "4.2 Part 2", PROSE[1], CLAUSE, glued, title, third, CLAUSE]
+    parts += ["4.4 Part 4", PROSE[3], CLAUSE]
+    result = clean_text("\n\n".join(parts), Config())
+    paragraphs = result.text.split("\n\n")
+    assert title in paragraphs
+    assert paragraphs.count(CLAUSE) == 4
+    assert result.text.count(third) == 1

@@ -117,6 +117,14 @@ class _Running:
             return True
         if not (self.latin_stop[u] and self.gap[v]) or self.text[v].islower():
             return False
+        if self.gap[u] and u >= 1 and self.owner[u - 1] == self.owner[u]:
+            # A stop standing alone after a sentence end ("below. ! If the provider"): a list's bullet
+            # that the extractor read as "!" from a symbol font. The sentence ended before it.
+            return bool(self.cjk_stop[u - 1]) or (bool(self.latin_stop[u - 1]) and self._ends_word(u - 1))
+        return self._ends_word(u)
+
+    def _ends_word(self, u: int) -> bool:
+        """Does the Latin stop at view position u end a word that is not an abbreviation?"""
         start = u
         while start > 0 and not self.gap[start] and self.owner[start - 1] == self.owner[u]:
             start -= 1
@@ -225,6 +233,9 @@ def _snap(run: _Running, copy: Copy) -> tuple[int, int]:
     q = end
     while q > p and not boundary(q):
         q -= 1
+    # A bullet read as a stop ("below. ! If the provider") starts the next sentence: the copy ends before it.
+    while q - 1 > p and run.latin_stop[q - 1] and run.gap[q - 1] and boundary(q - 1):
+        q -= 1
     return p, q
 
 
@@ -249,9 +260,9 @@ def find_passages(
     Each copy weighs at least ``min_weight`` (letters and digits, a CJK
     letter counting CJK_WEIGHT) once narrowed to whole sentences. A copy
     interrupted by an edit (a sentence inserted into it, a word changed) is
-    one copy in pieces: a piece down to ``piece_weight`` goes too when it
-    lies within ``max_edit`` characters of a copy that goes, on the same
-    side of it as its source lies of that copy's source (:func:`_pieces_of_copies`).
+    one copy in pieces: pieces down to ``piece_weight``, each within
+    ``max_edit`` characters of the next, in the text and in the source
+    alike, go when together they weigh ``min_weight`` (:func:`_pieces_of_copies`).
     """
     run = _running(entries)
     if run is None or run.codes.size < 2 * WINDOW:
@@ -265,8 +276,9 @@ def find_passages(
 
     common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow}
     found = find_copies(run.codes, min_weight=min_weight, **common)
-    if low < min_weight and found:
-        # The lighter pieces, searched apart so that none stands in a heavy copy's way, outside them.
+    if low < min_weight:
+        # The lighter pieces, searched apart so that none stands in a heavy copy's way, outside them
+        # (pieces of a copy that an edit split, heavy enough together: _pieces_of_copies).
         codes = run.codes.copy()
         for c in found:
             codes[c.start : c.end] = -1 - np.arange(c.start, c.end)
@@ -282,34 +294,59 @@ def find_passages(
 def _pieces_of_copies(
     copies: list[tuple[Copy, int]], min_weight: float, piece_weight: float, max_edit: int
 ) -> list[tuple[Copy, int]]:
-    """The copies heavy enough, and the lighter ones that continue one of them across an edit.
+    """The copies heavy enough, and the lighter ones that are pieces of one copy heavy enough in all.
 
-    A piece continues a copy when the gap between them, in the text and in
+    Pieces continue each other when the gap between them, in the text and in
     their sources alike, is at most ``max_edit`` characters (the sources in
-    the same order): the pieces of one pasted passage that an inserted
-    sentence split. Grown outwards from the heavy copies, left to right,
-    so each piece is looked at once per neighbour: linear in the copies.
+    the same order): the pieces of one pasted passage that an edit split. A
+    chain of such pieces, each at least ``piece_weight``, goes whole when one
+    of them is heavy enough alone. Without one, only where the source runs
+    on between the pieces (its gap at most a window: text inserted into the
+    copy, or a word changed) and the pieces weigh ``min_weight`` together: a
+    passage of two sentences with a sentence inserted leaves two light
+    pieces, while two lists that share some items and differ in the others
+    (the IRS instructions' two lists of education benefits) have different
+    text in both gaps, and stay. One pass over neighbours: linear in the copies.
     """
     chosen = [w >= min_weight for _, w in copies]
-    changed = True
-    while changed:
-        changed = False
-        for k, (copy, w) in enumerate(copies):
-            if chosen[k] or w < piece_weight:
-                continue
-            for j in (k - 1, k + 1):
-                if 0 <= j < len(copies) and chosen[j] and _continues(copies[j][0], copy, max_edit):
-                    chosen[k] = changed = True
-                    break
+    k = 0
+    while k < len(copies):
+        j = k + 1
+        if copies[k][1] >= piece_weight:
+            while (
+                j < len(copies)
+                and copies[j][1] >= piece_weight
+                and _continues(copies[j - 1][0], copies[j][0], max_edit)
+            ):
+                j += 1
+        if any(chosen[k:j]):
+            chosen[k:j] = [True] * (j - k)
+        else:
+            _choose_insertions(copies, k, j, min_weight, chosen)
+        k = j
     return [c for c, keep in zip(copies, chosen, strict=True) if keep]
+
+
+def _choose_insertions(copies: list[tuple[Copy, int]], k: int, j: int, min_weight: float, chosen: list[bool]) -> None:
+    """In the chain ``copies[k:j]`` of light pieces, choose the runs whose source runs on and that weigh enough."""
+    while k < j:
+        m = k + 1
+        while m < j and _source_gap(copies[m - 1][0], copies[m][0]) <= WINDOW:
+            m += 1
+        if m - k > 1 and sum(w for _, w in copies[k:m]) >= min_weight:
+            chosen[k:m] = [True] * (m - k)
+        k = m
+
+
+def _source_gap(first: Copy, second: Copy) -> int:
+    return second.source - (first.source + first.length)
 
 
 def _continues(a: Copy, b: Copy, max_edit: int) -> bool:
     """Is ``b`` the rest of copy ``a`` (or ``a`` the rest of ``b``) after a short edit?"""
     first, second = (a, b) if a.start < b.start else (b, a)
     gap = second.start - first.end
-    source_gap = second.source - (first.source + first.length)
-    return 0 <= gap <= max_edit and 0 <= source_gap <= max_edit
+    return 0 <= gap <= max_edit and 0 <= _source_gap(first, second) <= max_edit
 
 
 def cut_spans(text: str, spans: list[tuple[int, int]]) -> str:
