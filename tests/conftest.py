@@ -1,8 +1,12 @@
-"""Shared fixtures: the committed fixtures and the team's shared corpus of real PDFs."""
+"""Shared fixtures: the committed fixtures, the team's shared corpus of real PDFs, a real redis-server."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,3 +64,57 @@ def recording_proxy(vllm_url: str) -> Iterator[tuple[str, Any]]:
     proxy = RecordingProxy(vllm_url)
     with run_uvicorn(proxy.app()) as url:
         yield url, proxy
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on a free loopback port for this test session, stopped at the end."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server not installed (scripts/install-system-deps.sh installs it)")
+    workdir = tmp_path_factory.mktemp("redis")
+    for _ in range(3):  # the free port can be taken between choosing it and the server binding it
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen(
+            [
+                server,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            proc.kill()
+            proc.wait()
+            continue
+        try:
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return
+    pytest.fail("redis-server did not start on a free port in three tries")

@@ -29,6 +29,8 @@ from docsan.errors import InputError
 from docsan.report import CODES
 from docsan.runner.errors import GuardError, RunnerError
 from docsan.runner.request import Prepared, RequestOptions
+from docsan.runner.router import history_budget
+from docsan.serve import session_flow
 from docsan.serve.chat_body import ChatBody, parse_chat_body, read_body
 from docsan.serve.errors import ApiError, error_body
 from docsan.serve.gateway import Gateway, Snapshot
@@ -40,6 +42,8 @@ PRIORITY_HEADER = "x-docsan-priority"
 # Bodies up to this size are prepared on the event loop: a short chat takes a few milliseconds, less than the
 # hop to a worker thread costs under load. Larger ones go to a thread, so the loop keeps serving the others.
 INLINE_BODY_BYTES = 16 * 1024
+# A session's delta is small but expands into its stored history: that many messages go to a thread too.
+INLINE_MESSAGES = 64
 AUDIT_HEADER = "x-docsan-audit"
 
 
@@ -55,18 +59,26 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     body = parse_chat_body(raw, serve.max_messages)
     _check_model(gw, snap, body.model)
     priority = request.headers.get(PRIORITY_HEADER, "").strip().lower() == "high"
+    turn = await session_flow.begin(gw, request, body.messages, serve.max_messages)
+    limits = gw.model_limits(snap)
     options = RequestOptions(
-        max_tokens=body.max_tokens, priority=priority, tools=body.tools, model_limits=gw.model_limits(snap)
-    )
-    if len(raw) <= INLINE_BODY_BYTES:
-        prepared = _prepare(snap, body, options)
+        max_tokens=body.max_tokens, priority=priority, tools=body.tools, model_limits=limits,
+        budget_tokens=_session_budget(snap, body, priority, limits) if turn is not None else None,
+    )  # fmt: skip
+    messages = turn.messages if turn is not None else body.messages
+    if len(raw) <= INLINE_BODY_BYTES and len(messages) <= INLINE_MESSAGES:
+        prepared = _prepare(snap, messages, options)
     else:
-        prepared = await anyio.to_thread.run_sync(_prepare, snap, body, options)
+        prepared = await anyio.to_thread.run_sync(_prepare, snap, messages, options)
     d = prepared.decision
     up = gw.upstream_for(snap, d.tier)
     upstream_body = _upstream_body(body, prepared, up)
     info = _docsan_info(prepared, request.headers.get(AUDIT_HEADER, "") in ("1", "full", "true"))
     headers = {"x-docsan-tier": d.tier, "x-docsan-tokens-removed": str(prepared.tokens_removed)}
+    if turn is not None:
+        session_headers, note = await session_flow.commit(gw, turn, prepared)
+        headers.update(session_headers)
+        info["notes"].append(note)
     gw.metrics.tokens_removed.labels("cleaning").inc(prepared.tokens_removed_by_cleaning)
     gw.metrics.tokens_removed.labels("budget").inc(prepared.tokens_removed_by_budget)
     if d.deferred:
@@ -109,16 +121,26 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     return out
 
 
-def _prepare(snap: Snapshot, body: ChatBody, options: RequestOptions) -> Prepared:
+def _prepare(snap: Snapshot, messages: list[dict[str, Any]], options: RequestOptions) -> Prepared:
     """The shared request path; its refusals become 400s in OpenAI's shape."""
     try:
-        return snap.path.chat(body.messages, options, source="request")
+        return snap.path.chat(messages, options, source="request")
     except GuardError as err:
         raise ApiError(400, str(err), param=err.param, code=err.code) from None
     except InputError as err:
         raise ApiError(400, err.problem, param="messages", code="invalid_value") from None
     except RunnerError as err:  # the chat template refused the messages (role order, missing fields)
         raise ApiError(400, str(err), param="messages", code="invalid_value") from None
+
+
+def _session_budget(snap: Snapshot, body: ChatBody, priority: bool, limits: dict[str, int]) -> int | None:
+    """A session's history is trimmed to what its largest real-time tier holds (and to runner.budget_tokens)."""
+    run = snap.config.runner
+    budget = history_budget(snap.tiers, body.max_tokens, priority=priority, hard_limit=run.hard_limit,
+                            model_limits=limits)  # fmt: skip
+    if run.budget_tokens is not None:
+        budget = min(budget, run.budget_tokens) if budget is not None else run.budget_tokens
+    return budget
 
 
 def _check_model(gw: Gateway, snap: Snapshot, model: str | None) -> None:
