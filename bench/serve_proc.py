@@ -1,8 +1,11 @@
-"""``docsan serve`` as its own process (as deployed), for the benches and the tests that need one or several."""
+"""Servers for the benches and the gateway tests: ``docsan serve`` as its own process (as deployed), any ASGI
+app under a real uvicorn in a thread, and a recording proxy that says exactly what reached an upstream."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -11,8 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,6 +75,77 @@ def gateway_process(config_file: Path, *, ready_timeout_s: float = 180, env: dic
             proc.wait(10)
 
 
-def tiers_toml(url: str, names: tuple[str, ...] = ("t4", "a10g", "a100")) -> str:
-    """Every tier pointed at one upstream ``url``."""
-    return "".join(f'[runner.tiers.{n}]\nbase_url = "{url}"\n' for n in names)
+def tiers_toml(url: str, names: tuple[str, ...] = ("t4", "a10g", "a100"), extra: str = "") -> str:
+    """Every tier pointed at one upstream ``url`` (``extra``: more lines for each tier's table)."""
+    more = extra.rstrip("\n") + "\n" if extra else ""
+    return "".join(f'[runner.tiers.{n}]\nbase_url = "{url}"\n{more}' for n in names)
+
+
+@contextmanager
+def run_uvicorn(app: Any, *, send_buffer: int | None = None) -> Iterator[str]:
+    """``app`` served by a real uvicorn on a free loopback port, in a thread; yields its base URL.
+
+    ``send_buffer``: the kernel send buffer (bytes) of the listening socket, which accepted connections inherit:
+    small, a client that does not read blocks the server's writes after a few kilobytes instead of megabytes.
+    """
+    sock = socket.socket()
+    if send_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+    sock.bind(("127.0.0.1", 0))
+    # A short graceful shutdown: a test's server must not wait on a client that will never come back.
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+class RecordingProxy:
+    """Forwards everything to ``upstream``; records each chat-completions body it passed on (``chats``), and with
+    it the upstream's status once known (``calls``: ``{"body", "status"}``)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.chats: list[dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(300, connect=10))
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/{path:path}", self.forward, methods=["GET", "POST"])])
+
+    async def forward(self, request: Request) -> Response:
+        body = await request.body()
+        call: dict[str, Any] = {}
+        if request.url.path.endswith("/chat/completions"):
+            self.chats.append(json.loads(body))
+            call = {"body": self.chats[-1], "status": None}
+            self.calls.append(call)
+        req = self.client.build_request(
+            request.method, self.upstream + request.url.path, content=body,
+            headers={"content-type": request.headers.get("content-type", "application/json")},
+        )  # fmt: skip
+        resp = await self.client.send(req, stream=True)
+        call["status"] = resp.status_code
+        headers = {"content-type": resp.headers.get("content-type", "application/json")}
+        if headers["content-type"].startswith("text/event-stream"):
+
+            async def chunks() -> Any:
+                try:
+                    async for chunk in resp.aiter_raw():
+                        yield chunk
+                finally:
+                    await resp.aclose()
+
+            return StreamingResponse(chunks(), status_code=resp.status_code, headers=headers)
+        data = await resp.aread()
+        await resp.aclose()
+        return Response(data, status_code=resp.status_code, headers=headers)

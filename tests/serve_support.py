@@ -8,10 +8,8 @@ forwards, so a test can say exactly what reached the upstream (or that nothing d
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,12 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
+from bench.serve_proc import RecordingProxy, run_uvicorn  # noqa: F401 (the tests' helpers, from one place)
 from docsan.config import Config, config_from_dict
 from docsan.config.runner import EmbeddedConfig
 
@@ -61,28 +55,6 @@ def gateway_config(tmp_path: Path, url: str, *, serve: dict[str, Any] | None = N
 
 
 @contextmanager
-def run_uvicorn(app: Any) -> Iterator[str]:
-    """``app`` served by a real uvicorn on a free loopback port, in a thread; yields its base URL."""
-    # A short graceful shutdown: a test's server must not wait on a client that will never come back.
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-
-
-@contextmanager
 def running_gateway(config: Config, *, config_path: Path | None = None, ready: bool = True) -> Iterator[str]:
     from docsan.serve.app import create_app
 
@@ -99,42 +71,6 @@ def wait_ready(url: str, timeout_s: float = 30) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError(f"{url} not ready: {httpx.get(url + '/ready').text}")
-
-
-class RecordingProxy:
-    """Forwards everything to ``upstream``; records each chat-completions body it passed on."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
-        self.chats: list[dict[str, Any]] = []
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(300, connect=10))
-
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/{path:path}", self.forward, methods=["GET", "POST"])])
-
-    async def forward(self, request: Request) -> Response:
-        body = await request.body()
-        if request.url.path.endswith("/chat/completions"):
-            self.chats.append(json.loads(body))
-        req = self.client.build_request(
-            request.method, self.upstream + request.url.path, content=body,
-            headers={"content-type": request.headers.get("content-type", "application/json")},
-        )  # fmt: skip
-        resp = await self.client.send(req, stream=True)
-        headers = {"content-type": resp.headers.get("content-type", "application/json")}
-        if headers["content-type"].startswith("text/event-stream"):
-
-            async def chunks() -> Any:
-                try:
-                    async for chunk in resp.aiter_raw():
-                        yield chunk
-                finally:
-                    await resp.aclose()
-
-            return StreamingResponse(chunks(), status_code=resp.status_code, headers=headers)
-        data = await resp.aread()
-        await resp.aclose()
-        return Response(data, status_code=resp.status_code, headers=headers)
 
 
 class RedisServer:

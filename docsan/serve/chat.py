@@ -100,7 +100,8 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     timing = f"docsan;dur={1000 * overhead:.2f}, queue;dur={1000 * waited:.2f}"
     if body.stream:
         gw.metrics.request_seconds.observe(overhead)
-        return await _stream(gw, up, d.tier, upstream_body, info, reservation, {**headers, "server-timing": timing})
+        headers["server-timing"] = timing
+        return await _stream(gw, up, d.tier, upstream_body, info, reservation, headers, serve.client_send_timeout_s)
     try:
         async with reservation:
             u0 = time.perf_counter()
@@ -272,19 +273,47 @@ async def _until_disconnect(request: Request, work: Awaitable[httpx.Response]) -
     raise ClientGone
 
 
+class _SlowClient(Exception):
+    """The client took no bytes of its stream for ``serve.client_send_timeout_s``."""
+
+
 class _ReleasingStream(StreamingResponse):
     """A stream whose cleanup (close the upstream, release the reservation) runs however the response ends,
-    even when the client is gone before the first byte and the body iterator never starts."""
+    even when the client is gone before the first byte and the body iterator never starts, or never reads.
 
-    def __init__(self, content: AsyncIterator[str], cleanup: Callable[[], Awaitable[None]], **kw: Any) -> None:
+    A client that keeps its connection open without reading fills the socket buffers, and then every write
+    waits: without a limit its reservation, and the sequence in vLLM's cache, would be held for ever (the
+    realistic KV leak). A write that waits longer than ``send_timeout_s`` ends the stream: the upstream
+    request is closed (vLLM aborts it and frees its blocks) and the reservation released.
+    """
+
+    def __init__(
+        self,
+        content: AsyncIterator[str],
+        cleanup: Callable[[bool], Awaitable[None]],
+        send_timeout_s: float,
+        **kw: Any,
+    ) -> None:
         super().__init__(content, media_type="text/event-stream", **kw)
         self.cleanup = cleanup
+        self.send_timeout_s = send_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def bounded(message: Any) -> None:
+            try:
+                await asyncio.wait_for(send(message), self.send_timeout_s)
+            except TimeoutError:
+                raise _SlowClient from None
+
+        slow = False
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, bounded)
+        except* _SlowClient:
+            slow = True
+            log.warning("a stream's client took no bytes for %g s: stream ended, its KV room released",
+                        self.send_timeout_s)  # fmt: skip
         finally:
-            await self.cleanup()
+            await self.cleanup(slow)
 
 
 async def _stream(
@@ -295,6 +324,7 @@ async def _stream(
     info: dict[str, Any],
     reservation: Reservation,
     headers: dict[str, str],
+    send_timeout_s: float,
 ) -> Response:
     assert gw.client is not None
     try:
@@ -335,9 +365,9 @@ async def _stream(
             yield "data: " + json.dumps(error_body(502, message, code="upstream_error")) + "\n\n"
             yield "data: [DONE]\n\n"
 
-    async def cleanup() -> None:
+    async def cleanup(slow: bool) -> None:
         await resp.aclose()
         reservation.release()
-        gw.metrics.requests.labels(tier, outcome["value"]).inc()
+        gw.metrics.requests.labels(tier, "client_slow" if slow else outcome["value"]).inc()
 
-    return _ReleasingStream(events(), cleanup, headers=headers)
+    return _ReleasingStream(events(), cleanup, send_timeout_s, headers=headers)
