@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.docsan-installed
 DEMO   := fixtures/bilingual_report.pdf
 
-.PHONY: setup system-deps demo test test-fast lint bench golden clean-venv
+.PHONY: setup system-deps demo test test-fast lint bench replay load faults golden clean-venv
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -55,6 +55,20 @@ lint: setup
 bench: setup
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
+
+# The gateway's runs (issue 11), each writing its section of docs/benchmarks.md and its JSON in docs/:
+# the incident's traffic straight to vLLM and through docsan serve (about 15 min here), a bounded locust run
+# (about 10 min; locust comes with the bench extra), the fault tests. REPLAY_ARGS / LOAD_ARGS: see --help.
+replay: setup
+	$(BIN)/python bench/replay.py --docs $(REPLAY_ARGS)
+
+load: setup
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/load.py --docs $(LOAD_ARGS)
+
+faults: setup
+	@start=$$(date +%s); DOCSAN_FAULT_REPORT=docs/faults.json $(BIN)/pytest -q -m fault; \
+	status=$$?; $(BIN)/python -m bench.serve_report faults docs/faults.json $$(( $$(date +%s) - start )); exit $$status
 
 clean-venv:
 	rm -rf $(VENV)

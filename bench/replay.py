@@ -75,8 +75,11 @@ class Outcome:
 class MetricsPoller:
     """vLLM's /metrics every half second: the fullest cache, the longest queue, the preemptions."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, gateway: str | None = None) -> None:
         self.url = url
+        # With a gateway: the most KV its ledger had reserved at once (what it let the server hold).
+        self.gateway = gateway
+        self.max_reserved = 0.0
         self.max_usage = 0.0
         self.max_waiting = 0.0
         self.max_running = 0.0
@@ -91,6 +94,10 @@ class MetricsPoller:
             self.max_waiting = max(self.max_waiting, reading.waiting)
             self.max_running = max(self.max_running, reading.running)
             self.preemptions.append(reading.preemptions_total)
+        if self.gateway is not None:
+            for line in httpx.get(self.gateway + "/metrics", timeout=10).text.splitlines():
+                if line.startswith('docsan_tier_kv_reserved_tokens{tier="t4"}'):  # one ledger: one upstream
+                    self.max_reserved = max(self.max_reserved, float(line.rsplit(" ", 1)[1]))
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
@@ -113,6 +120,7 @@ class MetricsPoller:
             "vllm_kv_usage_max": round(self.max_usage, 3),
             "vllm_waiting_max": int(self.max_waiting),
             "vllm_running_max": int(self.max_running),
+            "ledger_reserved_max": int(self.max_reserved) if self.gateway is not None else None,
         }
 
 
@@ -257,7 +265,9 @@ def summarize(
 
 
 def _peak(outcomes: list[Outcome], by_id: dict[str, Any], direct: bool, block: int) -> int:
-    """The most KV demand in flight at once (client-side intervals; through docsan the ledger's reservations)."""
+    """The most KV demand of requests sent and not yet answered, at once (from the client's intervals: through
+    docsan they include the time a request waited in the gateway's queue, so the ledger's own peak is reported
+    beside it)."""
     events = []
     for o in outcomes:
         r = by_id[o.id]
@@ -328,7 +338,7 @@ def run(seed: int = 0, n: int = 48, users: int = 6, upstream: str | None = None)
                                         block=block) | poll.summary()  # fmt: skip
             with gateway_process(gateway_toml(Path(tmp), proxy_url)) as gw:
                 mark = len(proxy.calls)
-                with MetricsPoller(upstream) as poll:
+                with MetricsPoller(upstream, gw.url) as poll:
                     outcomes = send_all(gw.url, requests, users, direct=False)
                 sides["docsan"] = summarize(requests, outcomes, _reached(proxy, mark), direct=False,
                                             capacity=capacity, block=block) | poll.summary()  # fmt: skip

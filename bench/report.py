@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import noise
+from bench import noise, serve_report
 
 HALF = 0.5  # docsan's target: at least half the floor's speed (issues 2 and 3)
 NOISE_TARGET = 0.95
@@ -488,7 +488,10 @@ def write(results: dict, docs: Path) -> list[Path]:
     plotted = bool(results.get("speed")) and plot_pages_per_s(results["speed"], plot)
     written = []
     for name, text in (("benchmarks.md", benchmarks_md(results, plotted)), ("quality.md", quality_md(results))):
-        (docs / name).write_text(text, encoding="utf-8")
+        previous = docs / name
+        # The gateway's runs (make replay, load, faults) write their own marked sections: kept as they are.
+        kept = serve_report.sections(previous.read_text(encoding="utf-8")) if previous.is_file() else []
+        (docs / name).write_text(text + "".join("\n" + k for k in kept), encoding="utf-8")
         written.append(docs / name)
     raw = docs / "benchmarks.json"
     raw.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

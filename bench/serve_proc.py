@@ -117,7 +117,10 @@ class RecordingProxy:
         self.upstream = upstream
         self.chats: list[dict[str, Any]] = []
         self.calls: list[dict[str, Any]] = []
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(300, connect=10))
+        # Idle connections dropped before vLLM's own 5 s keep-alive does (see docsan/serve/gateway.py).
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(900, connect=10), limits=httpx.Limits(keepalive_expiry=2.0)
+        )
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/{path:path}", self.forward, methods=["GET", "POST"])])

@@ -11,7 +11,8 @@ bottom first (docs/pipeline.md draws them):
 3. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
 4. ``stages``: every registered pipeline stage;
 5. ``pipeline``, ``config_toml``: running and listing the stages;
-6. ``api``, ``batch`` and the ``docsan`` package itself: the library's entry points;
+6. ``api``, ``batch``, ``client`` and the ``docsan`` package itself: the library's entry points (``client``:
+   the gateway's sessions protocol on the client side);
 7. ``runner``: the shared request path, guard, route, run;
 8. ``serve``: the gateway, on the runner's request path;
 9. ``cli``: the front end, which nothing in the library imports.
@@ -44,6 +45,7 @@ LAYERS: dict[str, int] = {
     "docsan.config_toml": 5,
     "docsan.api": 6,
     "docsan.batch": 6,
+    "docsan.client": 6,
     "docsan": 6,
     "docsan.runner": 7,
     "docsan.serve": 8,

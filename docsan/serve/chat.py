@@ -215,10 +215,28 @@ async def _defer(
 
 async def _post(gw: Gateway, up: Upstream, tier: str, body: dict[str, Any]) -> httpx.Response:
     assert gw.client is not None
-    try:
-        return await gw.client.post(up.api + "/chat/completions", json=body)
-    except httpx.HTTPError as err:
-        raise _upstream_failure(up, tier, err) from None
+    return await _send(gw.client, gw.client.build_request("POST", up.api + "/chat/completions", json=body), up, tier)
+
+
+# What a pooled connection that the upstream closed as idle, in the instant it was reused, looks like: the
+# request did not get an answer on it, so it is sent once more, on a fresh connection.
+_STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+async def _send(client: httpx.AsyncClient, request: httpx.Request, up: Upstream, tier: str, *, stream: bool = False) \
+        -> httpx.Response:  # fmt: skip
+    """The upstream's response (headers only for ``stream``); a transport failure becomes the ApiError naming the
+    tier, after one more try when it looks like a stale keep-alive connection."""
+    for attempt in (1, 2):
+        try:
+            return await client.send(request, stream=stream)
+        except _STALE_CONNECTION as err:
+            if attempt == 2:
+                raise _upstream_failure(up, tier, err) from None
+            log.info("tier %s: %s on a pooled connection to %s; sending once more", tier, type(err).__name__, up.url)
+        except httpx.HTTPError as err:
+            raise _upstream_failure(up, tier, err) from None
+    raise AssertionError("unreachable")
 
 
 def _upstream_failure(up: Upstream, tier: str, err: httpx.HTTPError) -> ApiError:
@@ -328,13 +346,12 @@ async def _stream(
 ) -> Response:
     assert gw.client is not None
     try:
-        resp = await gw.client.send(
-            gw.client.build_request("POST", up.api + "/chat/completions", json=body), stream=True
-        )
-    except httpx.HTTPError as err:
+        request = gw.client.build_request("POST", up.api + "/chat/completions", json=body)
+        resp = await _send(gw.client, request, up, tier, stream=True)
+    except ApiError:
         reservation.release()
         gw.metrics.requests.labels(tier, "upstream_error").inc()
-        raise _upstream_failure(up, tier, err) from None
+        raise
     if resp.status_code >= 400:
         text = (await resp.aread()).decode("utf-8", "replace")
         await resp.aclose()

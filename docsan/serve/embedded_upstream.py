@@ -70,13 +70,19 @@ class EmbeddedServer:
     """A vLLM OpenAI server child process on a free loopback port."""
 
     def __init__(
-        self, cfg: EmbeddedConfig | None = None, *, model_dir: Path | None = None, extra_args: Sequence[str] = ()
+        self,
+        cfg: EmbeddedConfig | None = None,
+        *,
+        model_dir: Path | None = None,
+        extra_args: Sequence[str] = (),
+        port: int | None = None,
     ) -> None:
         self.cfg = cfg or EmbeddedConfig()
         # More `vllm serve` flags (the replay bench caps a missing max_tokens server-wide with one).
         self.extra_args = list(extra_args)
         self.model_dir = model_dir or embedded_model_dir()
-        self.port = free_port()
+        # A given port: a server started again where a stopped one was (the fault tests' restart).
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         logs = docsan_home() / "serve"
         logs.mkdir(parents=True, exist_ok=True)

@@ -137,7 +137,9 @@ class Gateway:
         run = self.snapshot.config.runner
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(run.read_timeout_s, connect=run.connect_timeout_s),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            # Idle connections are dropped before vLLM drops them (VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s): reusing one
+            # in the instant the server closes it fails the request (chat.py sends it once more in that case).
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64, keepalive_expiry=2.0),
         )
         if self.embedded is not None and self.owns_embedded:
             # Not awaited: the gateway answers (/health, /ready false, 503 "not ready") while vLLM starts.
