@@ -98,7 +98,7 @@ def test_a_long_session_is_stored_trimmed_to_its_tiers_budget_and_keeps_the_aske
     # The test tiers: a10g serves prompts below 1536 tokens in real time (a100 is for priority requests).
     assert d1["tier"] == "a10g" and d1["prompt_tokens"] <= 1535 < _raw_tokens(history)
     assert any(n["code"] == "budget.dropped_turn" for n in d1["notes"])
-    assert "trimmed to the budget" in _session_note(r1)
+    assert "left out to fit the budget" in _session_note(r1)
     sent1, sent2 = rec.chats[0]["messages"], rec.chats[1]["messages"]
     assert sent1[0] == SYSTEM and sent1[-1] == history[-1] and len(sent1) < len(history)
     assert any("K42-977" in m["content"] for m in sent1[1:-1])  # the turn the question is about was kept
@@ -211,7 +211,8 @@ def test_the_client_helper_sends_deltas_and_resends_after_eviction(tmp_path, pro
     assert turns[-1] > 3 * turns[-2]  # after the 409: the whole history
 
 
-def test_redis_sessions_shared_by_two_gateway_processes_and_redis_stopped(tmp_path, proxy) -> None:
+@pytest.mark.fault
+def test_redis_sessions_shared_by_two_gateway_processes_and_redis_stopped(tmp_path, proxy, fault_log) -> None:
     """Two `docsan serve` processes share a session through one Redis; with Redis stopped, session requests get
     503 (nothing sent upstream, never a stale history) and the others are served; after Redis returns (empty:
     no persistence) the old hash gets 409 and a whole history is accepted."""
@@ -241,8 +242,11 @@ def test_redis_sessions_shared_by_two_gateway_processes_and_redis_stopped(tmp_pa
             waited = time.monotonic() - t0
             assert len(rec.chats) == sent  # nothing reached the upstream
             plain = _post(a.url, first)
+            ready_down = httpx.get(a.url + "/ready").status_code
             redis.start()  # same port, nothing kept
+            t1 = time.monotonic()
             back_delta = _post(b.url, d2, session="shared", context=r3.headers[HASH])
+            back_s = time.monotonic() - t1
             back_whole = _post(b.url, first + d1 + d2, session="shared")
             metrics = httpx.get(a.url + "/metrics").text
     finally:
@@ -255,6 +259,18 @@ def test_redis_sessions_shared_by_two_gateway_processes_and_redis_stopped(tmp_pa
     assert back_delta.status_code == 409 and back_whole.status_code == 200
     assert back_whole.headers[HASH] == documented_hash(first + d1 + d2)
     assert 'docsan_session_requests_total{outcome="unavailable"} 1.0' in metrics
+    fault_log["redis_stopped"] = {
+        "what": "the Redis that two docsan serve processes share for sessions killed while a session is in use, "
+        "then started again (empty)",
+        "client_sees": f"session requests: {down_delta.status_code} {down_delta.json()['error']['code']} "
+        f"({down_delta.json()['error']['message'][:90]}...); requests without a session: {plain.status_code}; "
+        f"after Redis is back: the old hash {back_delta.status_code} context_mismatch, the whole history "
+        f"{back_whole.status_code}",
+        "two_503s_answered_in_s": round(waited, 2),
+        "sent_upstream_while_down": 0,
+        "ready_while_down": ready_down,
+        "first_answer_after_redis_back_s": round(back_s, 2),
+    }
 
 
 def test_config_file_names_the_store(tmp_path: Path) -> None:

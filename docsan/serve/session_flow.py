@@ -92,7 +92,7 @@ async def commit(gw: Gateway, turn: Turn, prepared: Prepared) -> tuple[dict[str,
     trimmed = len(turn.messages) - kept
     message = f"session {turn.session!r}: {what}; {kept} message(s) sent upstream"
     if trimmed > 0:
-        message += f" ({trimmed} trimmed to the budget: the budget notes say which)"
+        message += f" ({trimmed} left out to fit the budget or emptied by cleaning: the other notes say which)"
     if not result.stored:
         gw.metrics.session_requests.labels("not_stored").inc()
         message += (f"; not stored: its {len(state.encode())} bytes exceed serve.sessions.max_bytes "
