@@ -110,12 +110,15 @@ class Tool:
     docsan_ocr: str | None = None
     slow: bool = False
     cwd: Path = ROOT
+    # Worker processes for docsan (--jobs): 1 compares one process with the other tools' one process.
+    jobs: int | None = 1
 
     def argv(self, files: list[Path], workdir: Path) -> list[str]:
         if self.docsan_ocr is None:
             return [str(self.python), "-c", self.code, *map(str, files)]
         out = workdir / f"{self.name}-out"
         flags = ["--no-ocr"] if self.docsan_ocr == "never" else []
+        flags += ["--jobs", str(self.jobs)] if self.jobs is not None else []
         report = workdir / f"{self.name}-report.json"
         return [str(self.python), "-m", "cli", "clean", *flags, "-o", str(out),
                 "--report", str(report), *map(str, files)]  # fmt: skip
@@ -199,6 +202,8 @@ class Measurement:
     returncode: int
     stdout: str
     stderr: str
+    # User + system CPU of the process and the children it waited for (docsan's --jobs workers).
+    cpu_s: float = 0.0
 
 
 def measure(argv: list[str], *, cwd: Path, timeout_s: float) -> Measurement:
@@ -229,6 +234,7 @@ def measure(argv: list[str], *, cwd: Path, timeout_s: float) -> Measurement:
             returncode=proc.returncode,
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
+            cpu_s=usage.ru_utime + usage.ru_stime,
         )
 
 

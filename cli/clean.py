@@ -11,8 +11,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import ConfigOption, choices, err_console, error_line, fail, get_config
-from docsan.batch import clean_inputs, expand_inputs, render_output
+from docsan.batch import expand_inputs, render_output
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
+from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
+from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.render import OutputFormat
 
@@ -20,6 +22,7 @@ OutputChoice = choices("OutputChoice", OutputFormat)
 TableChoice = choices("TableChoice", TablePolicy)
 StrategyChoice = choices("StrategyChoice", BudgetStrategy)
 OcrChoice = choices("OcrChoice", OcrMode)
+EngineChoice = choices("EngineChoice", Engine)
 TEXT = OutputChoice("text")
 
 
@@ -84,6 +87,46 @@ def clean(
         str | None,
         typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Worker processes for several inputs (default: the usable cores)."),
+    ] = None,
+    document_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--document-timeout",
+            min=1,
+            help=f"Fail a document that takes longer, OCR included (default {DEFAULT_DOCUMENT_TIMEOUT_S:g} s "
+            "with workers).",
+            show_default=False,
+        ),
+    ] = None,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails.")] = False,
+    engine: Annotated[
+        EngineChoice | None,
+        typer.Option("--engine", help="local (worker processes, --jobs) or ray (Ray Data tasks on a Ray cluster)."),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address", help="With --engine ray: the cluster to join (auto, ray://HOST:10001; default: start one)."
+        ),
+    ] = None,
+    corpus_dedupe: Annotated[
+        bool,
+        typer.Option(
+            "--corpus-dedupe", help="Remove paragraphs an earlier document (of this run or of the index) already has."
+        ),
+    ] = False,
+    index: Annotated[
+        str | None,
+        typer.Option(
+            "--index",
+            help="Corpus index for --corpus-dedupe: a SQLite file or redis://HOST:PORT/DB "
+            "(default: docsan-index.sqlite in the -o folder).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
@@ -99,6 +142,13 @@ def clean(
         extract["ocr"] = "never"
     if budget is None and (query is not None or strategy is not None):
         fail("--query and --strategy need --budget N", 2)
+    if index is not None and not corpus_dedupe:
+        fail("--index needs --corpus-dedupe", 2)
+    use_ray = engine is not None and engine.value == "ray"
+    if ray_address is not None and not use_ray:
+        fail("--ray-address needs --engine ray", 2)
+    if use_ray and jobs is not None:
+        fail("--jobs is for --engine local; Ray uses the cluster's CPUs", 2)
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
@@ -111,18 +161,36 @@ def clean(
             suffix="\n",  # the final newline written after the text
         )
         inputs = expand_inputs(paths)
-        outcomes = clean_inputs(inputs, config)
+        several = len(inputs) > 1 or any(p.is_dir() for p in paths)
+        # One input runs here (no worker to start), unless it needs a worker for its time limit.
+        workers = jobs if several else 1
+        if use_ray:
+            from docsan.corpus.ray_engine import clean_files_ray
+
+            outcomes = clean_files_ray(inputs, config, address=ray_address, document_timeout=document_timeout)
+        else:
+            outcomes = clean_files(
+                inputs, config, jobs=workers, document_timeout=document_timeout, fail_fast=fail_fast, ordered=True
+            )
     except DocsanError as err:
         fail(str(err), 2)
 
     if not inputs:
         fail("no input files found", 2)
-    several = len(inputs) > 1 or any(p.is_dir() for p in paths)
     if several and output is None:
         fail("several inputs need -o DIR to write one output per input", 2)
     if several:
         assert output is not None
         output.mkdir(parents=True, exist_ok=True)
+    if corpus_dedupe:
+        if index is None and not several:
+            fail("--corpus-dedupe on one input needs --index PATH (the corpus it joins)", 2)
+        location = index if index is not None else str(output / "docsan-index.sqlite")  # type: ignore[operator]
+        try:
+            dedupe = CorpusDedupe.open(location, config)
+        except DocsanError as err:
+            fail(str(err), 2)
+        outcomes = dedupe_outcomes(outcomes, dedupe)
 
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
@@ -131,21 +199,33 @@ def clean(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("{task.fields[pages]} pages"),
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
         disable=not (several and err_console.is_terminal),
+        # No refresh thread: worker processes are forked while the bar is up, and a fork must not
+        # copy a thread holding the console's lock. The bar redraws at each finished document.
+        auto_refresh=False,
     )
+    done = pages_done = 0
     with progress:
-        task = progress.add_task("cleaning", total=len(inputs))
+        task = progress.add_task("cleaning", total=len(inputs), pages=0)
         for outcome in outcomes:
-            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1)
+            done += 1
+            pages_done += len(outcome.result.original.pages) if outcome.result is not None else 0
+            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1, pages=pages_done)
+            progress.refresh()
             if outcome.result is None:
                 failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
                 error_line(outcome.error or f"{outcome.source}: failed")
+                if fail_fast:
+                    break
                 continue
             result = outcome.result
+            for finding in result.report.with_code(DUPLICATE_DOCUMENT):
+                err_console.print(f"docsan: {outcome.source}: {finding.reason}", markup=False, highlight=False)
             text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
             if several:
                 assert output is not None
@@ -158,10 +238,15 @@ def clean(
                 sys.stdout.write(text + "\n")
             reports.append(result.report.to_dict())
 
+    if corpus_dedupe:
+        dedupe.close()
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports
         report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if done < len(inputs):
+        left = len(inputs) - done
+        error_line(f"--fail-fast: stopped at the first failure; {left} of {len(inputs)} inputs not cleaned")
     if failed:
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")

@@ -9,11 +9,15 @@ Typical use::
     for change in result.report.changes:
         print(change.code, change.kind, change.reason, change.text[:40])
 
+    for outcome in docsan.clean_files(paths, jobs=4):   # worker processes, as they finish
+        print(outcome.source, outcome.error or len(outcome.result.text))
+
 The library never imports the command-line front end (``cli``).
 """
 
 from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
 from docsan.config import Config, ExtractConfig, load_config
+from docsan.corpus import clean_files
 from docsan.errors import ConfigError, DocsanError, InputError
 from docsan.model import BBox, Block, BlockKind, Cell, ChangeKind, Document, DocumentKind, Page, Source, Table
 from docsan.pipeline import CleanResult, Pipeline
@@ -47,6 +51,7 @@ __all__ = [
     "clean_chat",
     "clean_document",
     "clean_file",
+    "clean_files",
     "clean_text",
     "load_config",
 ]

@@ -36,38 +36,6 @@ def fixtures_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def vllm_url() -> Iterator[str]:
-    """A real vLLM OpenAI server (CPU build, bundled SmolLM2), started once per session, stopped at the end.
-
-    About 60 s to start and 3 GB of memory here. ``DOCSAN_TEST_VLLM_URL`` points the tests at one already
-    running (started the same way: ``python -m docsan.serve.embedded_upstream``) to iterate faster.
-    """
-    given = os.environ.get("DOCSAN_TEST_VLLM_URL")
-    if given:
-        yield given.rstrip("/")
-        return
-    from docsan.serve.embedded_upstream import EmbeddedServer
-    from tests.serve_support import TEST_ENGINE
-
-    server = EmbeddedServer(TEST_ENGINE).start()
-    try:
-        server.wait_ready(timeout_s=900)
-        yield server.url
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def recording_proxy(vllm_url: str) -> Iterator[tuple[str, Any]]:
-    """(URL, proxy): a recording HTTP proxy in front of the session's vLLM server."""
-    from tests.serve_support import RecordingProxy, run_uvicorn
-
-    proxy = RecordingProxy(vllm_url)
-    with run_uvicorn(proxy.app()) as url:
-        yield url, proxy
-
-
-@pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real redis-server on a free loopback port for this test session, stopped at the end."""
     server = shutil.which("redis-server")
@@ -119,6 +87,38 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 proc.wait()
         return
     pytest.fail("redis-server did not start on a free port in three tries")
+
+
+@pytest.fixture(scope="session")
+def vllm_url() -> Iterator[str]:
+    """A real vLLM OpenAI server (CPU build, bundled SmolLM2), started once per session, stopped at the end.
+
+    About 60 s to start and 3 GB of memory here. ``DOCSAN_TEST_VLLM_URL`` points the tests at one already
+    running (started the same way: ``python -m docsan.serve.embedded_upstream``) to iterate faster.
+    """
+    given = os.environ.get("DOCSAN_TEST_VLLM_URL")
+    if given:
+        yield given.rstrip("/")
+        return
+    from docsan.serve.embedded_upstream import EmbeddedServer
+    from tests.serve_support import TEST_ENGINE
+
+    server = EmbeddedServer(TEST_ENGINE).start()
+    try:
+        server.wait_ready(timeout_s=900)
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def recording_proxy(vllm_url: str) -> Iterator[tuple[str, Any]]:
+    """(URL, proxy): a recording HTTP proxy in front of the session's vLLM server."""
+    from tests.serve_support import RecordingProxy, run_uvicorn
+
+    proxy = RecordingProxy(vllm_url)
+    with run_uvicorn(proxy.app()) as url:
+        yield url, proxy
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,12 @@ bottom first (docs/pipeline.md draws them):
 3. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
 4. ``stages``: every registered pipeline stage;
 5. ``pipeline``, ``config_toml``: running and listing the stages;
-6. ``api``, ``batch``, ``client`` and the ``docsan`` package itself: the library's entry points (``client``:
-   the gateway's sessions protocol on the client side);
-7. ``runner``: the shared request path, guard, route, run;
-8. ``serve``: the gateway, on the runner's request path;
-9. ``cli``: the front end, which nothing in the library imports.
+6. ``api``, ``batch``, ``client``: the library's entry points for one input, a batch, and the gateway's
+   sessions protocol on the client side;
+7. ``corpus`` and the ``docsan`` package itself: a batch in worker processes or on Ray, cross-document dedup;
+8. ``runner``: the shared request path, guard, route, run;
+9. ``serve``: the gateway, on the runner's request path;
+10. ``cli``: the front end, which nothing in the library imports.
 
 Units of one layer do not import each other either (``extract`` and
 ``budget`` stay independent).
@@ -46,10 +47,11 @@ LAYERS: dict[str, int] = {
     "docsan.api": 6,
     "docsan.batch": 6,
     "docsan.client": 6,
-    "docsan": 6,
-    "docsan.runner": 7,
-    "docsan.serve": 8,
-    "cli": 9,
+    "docsan.corpus": 7,
+    "docsan": 7,
+    "docsan.runner": 8,
+    "docsan.serve": 9,
+    "cli": 10,
 }
 
 

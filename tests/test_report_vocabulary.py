@@ -18,10 +18,11 @@ _ROW = regex.compile(r"^\| `([a-z_.]+)` \| (removed|rewritten|finding) \|", flag
 
 
 def _declared() -> dict[str, ChangeCode]:
-    """Every code, after importing every module that declares some (the stages and the PDF extractor)."""
+    """Every code, after importing every module that declares some (the stages, the PDF extractor, corpus dedup)."""
     for target in REGISTRY.values():
         importlib.import_module(target.split(":")[0])
     importlib.import_module("docsan.extract.pdf")
+    importlib.import_module("docsan.corpus.dedupe")
     importlib.import_module("docsan.chat.guard")
     return dict(CODES)
 
@@ -33,8 +34,9 @@ def test_docs_list_exactly_the_declared_codes_with_their_kinds() -> None:
 
 
 def test_every_code_belongs_to_a_stage_or_the_extraction() -> None:
-    # "chat": the guard that runs after every stage on a chat history (docsan/chat/guard.py).
-    assert {c.stage for c in _declared().values()} <= {*REGISTRY, "extract", "chat"}
+    # "chat": the guard that runs after every stage on a chat history (docsan/chat/guard.py);
+    # corpus_dedupe runs after a document's pipeline, over the corpus index (docsan/corpus/dedupe.py).
+    assert {c.stage for c in _declared().values()} <= {*REGISTRY, "extract", "chat", "corpus_dedupe"}
 
 
 def test_a_code_cannot_be_declared_twice_or_misspelled() -> None:

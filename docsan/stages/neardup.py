@@ -3,7 +3,7 @@
 The incident's request bodies were up to 60% repeated text: the same pasted
 document in several turns, the same project description three times in a
 resume with a word changed. Exact hashing misses those; this stage finds them
-with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
+with MinHash-LSH and removes every later copy, keeping the first.
 
 * Units: paragraphs. A block holding several paragraphs (separated by a
   blank line: how reflow marks a paragraph end, and how a PDF extractor that
@@ -17,8 +17,9 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
   paragraphs is new (a re-sent paste with a new question keeps the question);
   then paragraphs are compared, which removes the paste alone.
 * Shingles: CJK character 5-grams, word 3-grams elsewhere, per script segment
-  (:mod:`docsan.text.shingles`). Signatures are computed in one batch with
-  ``MinHash.bulk`` and an xxhash hash function, with a fixed seed.
+  (:mod:`docsan.text.shingles`). Signatures are computed in one batch, the
+  values datasketch's ``MinHash.bulk`` gives with an xxh32 hash function and
+  a fixed seed (:mod:`docsan.text.minhash`, which says why not datasketch itself).
 * Candidates from LSH are verified by the exact Jaccard similarity of the
   shingle sets before anything is removed; a unit is only compared with units
   that were kept, so every removed unit has a surviving near-copy, named in
@@ -26,6 +27,13 @@ with MinHash-LSH (datasketch) and removes every later copy, keeping the first.
 * Units too short to have a single n-gram are compared by their normalised
   text (exact match), never by MinHash: their degenerate signatures would
   otherwise all collide.
+
+The cross-document stage (:mod:`docsan.corpus.dedupe`) uses this stage's
+units, signatures, verification and removal through its public methods
+(:meth:`NearDuplicates.units`, :meth:`~NearDuplicates.signatures`,
+:meth:`~NearDuplicates.verify`, :meth:`~NearDuplicates.mark`,
+:meth:`~NearDuplicates.remove`), so the two share thresholds, exemptions and
+the decision itself.
 """
 
 from __future__ import annotations
@@ -38,15 +46,14 @@ from typing import ClassVar
 
 import numpy as np
 import regex
-import xxhash
-from datasketch import MinHash
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.geometry import continues_paragraph, right_edges
 from docsan.model import Block, BlockKind, ChangeKind, Document
 from docsan.report import Change, ChangeCode, StageResult
-from docsan.text.banding import BandIndex, lsh_params
+from docsan.text import minhash
+from docsan.text.banding import BandIndex
 from docsan.text.batchcache import BatchCache
 from docsan.text.paragraphs import split_paragraphs
 from docsan.text.shingles import Shingled, novel_length, shingle
@@ -64,7 +71,7 @@ DUPLICATE = {
 
 
 @dataclass(slots=True)
-class _Unit:
+class Unit:
     page: int  # index into doc.pages
     blocks: list[int]  # indices into the page's blocks
     text: str
@@ -86,12 +93,12 @@ def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
     return shingle(text, cjk_n=cjk_n, word_n=word_n)
 
 
-# 16,384 signatures of 128 64-bit values: 16 MB at most.
+# 16,384 signatures of 128 32-bit values: 8 MB at most.
 _SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
 
 
 def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) -> np.ndarray:
-    """MinHash signatures (one row per set), datasketch's ``MinHash.bulk`` for the sets not seen before.
+    """MinHash signatures (one row per set; :func:`docsan.text.minhash.signatures` for the sets not seen before).
 
     A signature depends only on the set, ``num_perm`` and ``seed``, so it is
     kept across calls (docsan.text.batchcache): a re-sent chat history
@@ -99,10 +106,7 @@ def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) ->
     """
 
     def compute(keys: list[tuple[frozenset[str], int, int]]) -> list[np.ndarray]:
-        hashed = [[g.encode("utf-8", "surrogatepass") for g in k[0]] for k in keys]
-        return [
-            m.hashvalues for m in MinHash.bulk(hashed, num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)
-        ]
+        return list(minhash.signatures([k[0] for k in keys], num_perm, seed))
 
     rows = _SIGNATURES.get_many([(s, num_perm, seed) for s in shingle_sets], compute)
     return np.array(rows).reshape(len(rows), num_perm)
@@ -126,7 +130,8 @@ class _Pass:
     stats: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
+    """What a report entry quotes of the text a removed unit duplicated."""
     return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
 
 
@@ -213,8 +218,12 @@ class NearDuplicates:
         for p in passes:
             for key, value in p.stats.items():
                 stats[key] += value
+        return StageResult(self.remove(doc, removed, cut), changes, dict(stats))
+
+    def remove(self, doc: Document, removed: set[tuple[int, int]], cut: dict[tuple[int, int], set[int]]) -> Document:
+        """``doc`` without the ``removed`` (page, block) blocks and the ``cut`` paragraphs of others."""
         if not removed and not cut:
-            return StageResult(doc, changes, dict(stats))
+            return doc
         pages = []
         for i, page in enumerate(doc.pages):
             if any((i, j) in removed or (i, j) in cut for j in range(len(page.blocks))):
@@ -228,7 +237,7 @@ class NearDuplicates:
                     blocks.append(block)
                 page = page.with_blocks(blocks)
             pages.append(page)
-        return StageResult(dc_replace(doc, pages=tuple(pages)), changes, dict(stats))
+        return dc_replace(doc, pages=tuple(pages))
 
     # -- units --------------------------------------------------------------------------------------
 
@@ -239,17 +248,18 @@ class NearDuplicates:
             return not self.exempt_tables
         return not (block.kind is BlockKind.HEADING and self.exempt_headings)
 
-    def _shingle(self, text: str) -> Shingled:
+    def shingled(self, text: str) -> Shingled:
+        """``text``'s shingles with this stage's n-gram sizes (cached across calls)."""
         return _shingle_cached(text, self.cjk_ngram, self.word_ngram)
 
-    def _unit(self, page: int, blocks: list[int], text: str, label: str) -> _Unit | None:
+    def _unit(self, page: int, blocks: list[int], text: str, label: str) -> Unit | None:
         # Three times the raw length bounds the weighted normalised one (Shingled.length):
         # texts too short for either are dropped before shingling.
         if 3 * len(text) < self.min_chars:
             return None
-        return _Unit(page, blocks, text, self._shingle(text), label)
+        return Unit(page, blocks, text, self.shingled(text), label)
 
-    def _message_units(self, doc: Document) -> list[_Unit]:
+    def _message_units(self, doc: Document) -> list[Unit]:
         units = []
         for i, page in enumerate(doc.pages):
             idx = [j for j, b in enumerate(page.blocks) if self._eligible(b)]
@@ -262,13 +272,13 @@ class NearDuplicates:
             # A message's shingles are its paragraphs' (the paragraph pass
             # needs those anyway): only n-grams across a paragraph break are
             # missing, which a copy shares with its original all the same.
-            parts = tuple(self._shingle(t) for t in texts)
+            parts = tuple(self.shingled(t) for t in texts)
             whole = parts[0] if len(parts) == 1 else _union(parts)
-            unit = _Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
+            unit = Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
             units.append(unit)
         return units
 
-    def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[_Unit]:
+    def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[Unit]:
         groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
         for i, page in enumerate(doc.pages):
             group: list[int] = []
@@ -300,21 +310,54 @@ class NearDuplicates:
 
     # -- deduplication ------------------------------------------------------------------------------
 
-    def _dedupe(self, units: list[_Unit], doc: Document, scale: str) -> _Pass:
+    def units(self, doc: Document) -> list[Unit]:
+        """The paragraphs of ``doc`` this stage compares (exemptions and ``min_chars`` applied), in reading order."""
+        return [u for u in self._paragraph_units(doc, set()) if u.sh.length >= self.min_chars]
+
+    def signatures(self, units: list[Unit]) -> tuple[dict[int, int], np.ndarray]:
+        """MinHash signatures of the units that have n-grams: ``{id(unit): row}`` and the matrix of rows."""
+        long_units = [u for u in units if u.sh.has_ngrams]
+        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
+        return {id(u): i for i, u in enumerate(long_units)}, matrix
+
+    @property
+    def bands(self) -> tuple[int, int]:
+        """(bands, rows per band) of the LSH index."""
+        # Tuned below the decision threshold: more candidates, fewer misses; the exact Jaccard check
+        # removes the false ones.
+        return minhash.lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
+
+    def verify(self, unit: Unit, earlier: Shingled) -> float:
+        """The exact Jaccard similarity when ``unit`` is a copy of ``earlier`` by this stage's rules, else 0."""
+        score = _jaccard(unit.sh.shingles, earlier.shingles)
+        return score if score >= self.threshold and self._nothing_new(unit, earlier) else 0.0
+
+    @staticmethod
+    def describe(score: float) -> str:
+        return "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
+
+    @staticmethod
+    def mark(unit: Unit, doc: Document, removed: set[tuple[int, int]], cut: dict[tuple[int, int], set[int]]) -> None:
+        """Record ``unit`` as removed: its blocks, or its paragraph of a block (the whole block once all went)."""
+        if unit.paragraph is None:
+            removed.update((unit.page, j) for j in unit.blocks)
+            return
+        (j,) = unit.blocks
+        cut[(unit.page, j)].add(unit.paragraph)
+        if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
+            removed.add((unit.page, j))  # every paragraph went: the block goes
+            del cut[(unit.page, j)]
+
+    def _dedupe(self, units: list[Unit], doc: Document, scale: str) -> _Pass:
         """Every unit that duplicates an earlier kept one, compared in document order."""
         found = _Pass()
         removed, cut, stats = found.removed, found.cut, found.stats
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
-        long_units = [u for u in units if u.sh.has_ngrams]
-        row = {id(u): i for i, u in enumerate(long_units)}
-        # LSH tuned below the decision threshold: more candidates, fewer misses;
-        # the exact Jaccard check removes the false ones.
-        bands, rows = lsh_params(max(0.3, self.threshold - 0.1), self.num_perm)
-        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
-        index = BandIndex(matrix, bands, rows)
-        kept_rows: dict[int, _Unit] = {}  # signature row -> kept unit
-        exact: dict[str, _Unit] = {}
+        row, matrix = self.signatures(units)
+        index = BandIndex(matrix, *self.bands)
+        kept_rows: dict[int, Unit] = {}  # signature row -> kept unit
+        exact: dict[str, Unit] = {}
         for unit in units:
             best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
             if verified:
@@ -325,43 +368,35 @@ class NearDuplicates:
                     kept_rows[row[id(unit)]] = unit
                     index.insert(row[id(unit)])
                 continue
-            if unit.paragraph is None:
-                removed.update((unit.page, j) for j in unit.blocks)
-            else:
-                (j,) = unit.blocks
-                cut[(unit.page, j)].add(unit.paragraph)
-                if len(cut[(unit.page, j)]) == len(split_paragraphs(doc.pages[unit.page].blocks[j].text)):
-                    removed.add((unit.page, j))  # every paragraph went: the block goes
-                    del cut[(unit.page, j)]
-            what = "exact duplicate" if score == 1.0 else f"near-duplicate (Jaccard {score:.2f})"
-            reason = f"{scale} {what} of {best.label}"
+            self.mark(unit, doc, removed, cut)
+            reason = f"{scale} {self.describe(score)} of {best.label}"
             page = doc.pages[unit.page].number
-            found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=_quote(best.text)))
+            found.changes.append(DUPLICATE[scale].change(reason, page, unit.text, duplicate_of=quote(best.text)))
             stats[f"{scale}s_removed"] += 1
             stats["chars_removed"] += len(unit.text)
         return found
 
-    def _nothing_new(self, unit: _Unit, earlier: _Unit) -> bool:
+    def _nothing_new(self, unit: Unit, earlier: Shingled) -> bool:
         """No part of ``unit`` is new next to ``earlier``, and no number either where numbers are the content."""
-        if not all(_containment(p.shingles, earlier.sh.shingles) >= self.threshold for p in unit.parts):
+        if not all(_containment(p.shingles, earlier.shingles) >= self.threshold for p in unit.parts):
             return False
-        known = earlier.sh.shingles
+        known = earlier.shingles
         if novel_length(unit.text, known, cjk_n=self.cjk_ngram, word_n=self.word_ngram) >= self.min_new_chars:
             return False
         numbers = _NUMBER.findall(unit.sh.normalized)
         short = unit.sh.length < self.fact_chars
         if not short and sum(map(len, numbers)) < self.numeric_share * max(1, unit.sh.length):
             return True
-        return not Counter(numbers) - Counter(_NUMBER.findall(earlier.sh.normalized))
+        return not Counter(numbers) - Counter(_NUMBER.findall(earlier.normalized))
 
     def _match(
         self,
-        unit: _Unit,
+        unit: Unit,
         sig_row: int | None,
         index: BandIndex,
-        kept: dict[int, _Unit],
-        exact: dict[str, _Unit],
-    ) -> tuple[_Unit | None, float, int]:
+        kept: dict[int, Unit],
+        exact: dict[str, Unit],
+    ) -> tuple[Unit | None, float, int]:
         """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
         if same is not None:
@@ -371,7 +406,7 @@ class NearDuplicates:
         best, best_score = None, 0.0
         candidates = sorted(index.query(sig_row))
         for key in candidates:
-            score = _jaccard(unit.sh.shingles, kept[key].sh.shingles)
-            if score >= self.threshold and score > best_score and self._nothing_new(unit, kept[key]):
+            score = self.verify(unit, kept[key].sh)
+            if score > best_score:
                 best, best_score = kept[key], score
         return best, best_score, len(candidates)

@@ -4,22 +4,13 @@ datasketch's ``MinHashLSH`` hashes each band of each signature in Python on
 every ``insert`` and ``query``; on the corpus that was a third of the stage's
 time. Here the band keys of all signatures are computed in one vectorised
 step (``np.unique`` per band), with the (bands, rows) that ``MinHashLSH``
-itself chooses for the threshold, so the candidates are the same.
+itself chooses for the threshold (:func:`docsan.text.minhash.lsh_params`), so
+the candidates are the same.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
-from datasketch import MinHashLSH
-
-
-@cache
-def lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
-    """datasketch's optimal (bands, rows per band) for ``threshold``; cached, it integrates numerically."""
-    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
-    return lsh.b, lsh.r
 
 
 class BandIndex:

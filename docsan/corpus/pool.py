@@ -1,0 +1,278 @@
+"""Every core on one machine: documents cleaned in worker processes, each under a time limit.
+
+Why our own small pool and not ``concurrent.futures.ProcessPoolExecutor``:
+a document that hangs (a pathological page in MuPDF's C code, an OCR run
+that will not end) must cost only that document. The executor cannot stop
+one task; it can only be shut down whole, and a worker that dies takes the
+whole executor with it (``BrokenProcessPool``). Here each worker is a process
+with its own pipe: the parent waits on every pipe and every process at once
+(:func:`multiprocessing.connection.wait`), kills the process group of a
+worker past its deadline (its tesseract children too), turns a dead worker
+into a one-line error for the document it held, and starts a replacement.
+
+Workers are forked where the platform allows it, after the parent built the
+pipeline: they inherit the imported stages (and a loaded tokenizer) instead
+of importing them again, which on a 2-core machine is most of the cost of a
+short document. Elsewhere (``spawn``) each worker builds its own pipeline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from docsan.batch import Outcome, clean_input, clean_inputs
+from docsan.config import Config
+from docsan.pipeline import Pipeline
+
+# Generous: a 2,000-page PDF with OCR on a busy machine still finishes; only a hang does not.
+DEFAULT_DOCUMENT_TIMEOUT_S = 600.0
+# A worker whose peak resident memory passed this after a document is replaced by a fresh fork:
+# CPython and glibc keep freed memory, so one OCR'd scan (600 MB measured on the corpus) would
+# otherwise stay on that worker's bill for the rest of the run.
+DEFAULT_WORKER_MAX_RSS_MB = 400.0
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    # ru_maxrss is in KiB on Linux (bytes on macOS, where this only retires workers later than asked).
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _worker(conn: Connection, config: Config, pipeline: Pipeline | None, max_rss_mb: float | None) -> None:
+    """Clean each path received until ``None`` arrives; the reply is ``(index, outcome, retiring)``.
+
+    ``retiring``: the worker's peak memory passed ``max_rss_mb``; it exits after this reply.
+    """
+    # Its own process group, so that a timeout kills the worker's OCR children with it.
+    os.setpgid(0, 0)
+    # Ctrl-C goes to the parent, which stops the workers; a worker never prints a KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pipeline = pipeline or Pipeline.from_config(config)
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        index, source = task
+        outcome = clean_input(source, config, pipeline)
+        retiring = max_rss_mb is not None and _peak_rss_mb() > max_rss_mb
+        try:
+            conn.send((index, outcome, retiring))
+        except Exception as err:  # noqa: BLE001 - a result that cannot be sent fails its document only
+            error = Outcome(source, error=f"{source}: internal error (result not sendable: {err})")
+            conn.send((index, error, retiring))
+        if retiring:
+            return
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One worker process and the document it is busy with (``None`` when idle)."""
+
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    task: tuple[int, Path] | None = None
+    deadline: float = 0.0
+
+
+class _Pool:
+    def __init__(self, jobs: int, config: Config, pipeline: Pipeline, max_rss_mb: float | None) -> None:
+        methods = multiprocessing.get_all_start_methods()
+        self._ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        self._config = config
+        self._max_rss_mb = max_rss_mb
+        # Only a forked worker can be handed the built pipeline without pickling it.
+        self._pipeline = pipeline if self._ctx.get_start_method() == "fork" else None
+        self.slots = [self._start() for _ in range(jobs)]
+
+    def _start(self) -> _Slot:
+        parent, child = self._ctx.Pipe()
+        args = (child, self._config, self._pipeline, self._max_rss_mb)
+        process = self._ctx.Process(target=_worker, args=args, daemon=True)
+        process.start()
+        child.close()
+        return _Slot(process, parent)
+
+    def replace(self, slot: _Slot) -> None:
+        """Kill ``slot``'s worker (and its process group) and put a fresh one in its place."""
+        self._kill(slot)
+        fresh = self._start()
+        slot.process, slot.conn, slot.task = fresh.process, fresh.conn, None
+
+    @staticmethod
+    def _kill(slot: _Slot) -> None:
+        pid = slot.process.pid
+        if slot.process.is_alive() and pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                slot.process.kill()
+        slot.process.join()
+        slot.conn.close()
+
+    def close(self) -> None:
+        """Idle workers are told to exit; busy ones (the run was stopped) are killed."""
+        for slot in self.slots:
+            if slot.task is not None:
+                self._kill(slot)
+                continue
+            with contextlib.suppress(BrokenPipeError, OSError):
+                slot.conn.send(None)
+        for slot in self.slots:
+            slot.process.join(timeout=5)
+            if slot.process.is_alive():
+                self._kill(slot)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _death(process: multiprocessing.process.BaseProcess) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def clean_files(
+    paths: Iterable[str | Path],
+    config: Config | None = None,
+    *,
+    jobs: int | None = None,
+    document_timeout: float | None = None,
+    fail_fast: bool = False,
+    ordered: bool = False,
+    max_worker_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB,
+) -> Iterator[Outcome]:
+    """Clean ``paths`` in ``jobs`` worker processes (default: the usable cores), yielding outcomes as they finish.
+
+    Each outcome is what :func:`docsan.batch.clean_input` gives for that
+    input, so the results equal a one-process run. A document that takes
+    longer than ``document_timeout`` seconds (default 600 with workers; OCR
+    time counts) or whose worker dies gets an error outcome naming it, and
+    the other documents go on. With ``fail_fast`` the iterator stops after
+    the first failed outcome (running workers are killed). ``ordered`` yields
+    in input order instead (finished documents wait for the earlier ones).
+    A worker whose peak memory passed ``max_worker_rss_mb`` after a document
+    is replaced by a fresh one (``None``: never).
+
+    ``jobs=1`` without a timeout runs in this process, exactly as
+    :func:`docsan.batch.clean_inputs`. The pipeline is built before any
+    input is read, so a bad configuration raises
+    :class:`~docsan.errors.ConfigError` at the call.
+    """
+    config = config or Config()
+    sources = [Path(p) for p in paths]
+    jobs = usable_cores() if jobs is None else jobs
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    pipeline = Pipeline.from_config(config)  # raises ConfigError now, not in a worker
+    if jobs == 1 and document_timeout is None:
+        return _stop_at_failure(clean_inputs(sources, config), fail_fast)
+    timeout = DEFAULT_DOCUMENT_TIMEOUT_S if document_timeout is None else document_timeout
+    workers = min(jobs, max(1, len(sources)))
+    outcomes = _run(sources, config, pipeline, workers, timeout, fail_fast, max_worker_rss_mb)
+    return _in_order(outcomes, len(sources)) if ordered else (outcome for _, outcome in outcomes)
+
+
+def _stop_at_failure(outcomes: Iterator[Outcome], fail_fast: bool) -> Iterator[Outcome]:
+    for outcome in outcomes:
+        yield outcome
+        if fail_fast and not outcome.ok:
+            return
+
+
+def _in_order(outcomes: Iterator[tuple[int, Outcome]], n: int) -> Iterator[Outcome]:
+    """Yield each outcome once every earlier input's has been yielded."""
+    waiting: dict[int, Outcome] = {}
+    nxt = 0
+    for index, outcome in outcomes:
+        waiting[index] = outcome
+        while nxt in waiting:
+            yield waiting.pop(nxt)
+            nxt += 1
+    # fail_fast stopped early: what finished after the failure is still given, in order.
+    yield from (waiting[i] for i in sorted(waiting))
+
+
+def _run(
+    sources: list[Path],
+    config: Config,
+    pipeline: Pipeline,
+    jobs: int,
+    timeout: float,
+    fail_fast: bool,
+    max_rss_mb: float | None,
+) -> Iterator[tuple[int, Outcome]]:
+    if not sources:
+        return
+    pool = _Pool(jobs, config, pipeline, max_rss_mb)
+    # Largest files first, so that a long document does not start last and run alone at the end
+    # (the order of the results does not depend on it). pop() takes from the end.
+    todo = sorted(enumerate(sources), key=lambda task: _size(task[1]))
+    try:
+        while True:
+            for slot in pool.slots:
+                if slot.task is None and todo:
+                    slot.task = todo.pop()
+                    slot.deadline = time.monotonic() + timeout
+                    # A worker that died idle cannot take it: its sentinel fails the document below.
+                    with contextlib.suppress(BrokenPipeError, OSError):
+                        slot.conn.send(slot.task)
+            busy = [s for s in pool.slots if s.task is not None]
+            if not busy:
+                return
+            wait_s = max(0.0, min(s.deadline for s in busy) - time.monotonic())
+            ready = set(wait([x for s in busy for x in (s.conn, s.process.sentinel)], timeout=wait_s))
+            for slot in busy:
+                assert slot.task is not None
+                index, source = slot.task
+                if slot.conn in ready:
+                    try:
+                        got, outcome, retiring = slot.conn.recv()
+                    except (EOFError, OSError):  # died while sending
+                        outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
+                        pool.replace(slot)
+                    else:
+                        assert got == index
+                        slot.task = None
+                        if retiring:
+                            pool.replace(slot)
+                elif slot.process.sentinel in ready:
+                    slot.process.join()
+                    outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
+                    pool.replace(slot)
+                elif time.monotonic() >= slot.deadline:
+                    outcome = Outcome(source, error=f"{source}: timed out after {timeout:g} s (--document-timeout)")
+                    pool.replace(slot)
+                else:
+                    continue
+                yield index, outcome
+                if fail_fast and not outcome.ok:
+                    return
+    finally:
+        # A consumer that stops early (fail-fast, an exception, Ctrl-C) leaves no worker behind.
+        pool.close()

@@ -1,0 +1,63 @@
+"""docsan's MinHash and LSH parameters are datasketch's values, computed without importing datasketch (and SciPy)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import xxhash
+from datasketch import MinHash, MinHashLSH
+
+from docsan.text.minhash import band_keys, lsh_params, signatures
+from docsan.text.shingles import shingle
+
+
+def _datasketch(sets: list[list[str]], num_perm: int, seed: int) -> np.ndarray:
+    data = [[s.encode("utf-8", "surrogatepass") for s in group] for group in sets]
+    return np.array(
+        [m.hashvalues for m in MinHash.bulk(data, num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)]
+    )
+
+
+@pytest.mark.parametrize(("num_perm", "seed"), [(128, 1), (64, 7), (16, 1)])
+def test_signatures_equal_datasketch_on_random_sets(num_perm: int, seed: int) -> None:
+    rng = random.Random(seed)
+    # Sets of every size up to past one chunk boundary, CJK and lone surrogates included.
+    sets = [
+        ["".join(rng.choice("abc xyz中文\udc80") for _ in range(rng.randint(1, 9))) for _ in range(rng.randint(1, 400))]
+        for _ in range(120)
+    ]
+    assert (signatures(sets, num_perm, seed) == _datasketch(sets, num_perm, seed)).all()
+
+
+def test_signatures_equal_datasketch_on_corpus_shingles(corpus) -> None:
+    from docsan.extract import load
+
+    doc = load(corpus / "zh_resume_near_duplicate_paragraphs_2p.pdf")
+    sets = [sorted(shingle(b.text).shingles) for p in doc.pages for b in p.blocks if b.text.strip()]
+    assert (signatures(sets, 128, 1) == _datasketch(sets, 128, 1)).all()
+
+
+def test_an_empty_set_has_the_empty_signature() -> None:
+    assert (signatures([[]], 8, 1) == np.uint32(0xFFFFFFFF)).all()
+
+
+@pytest.mark.parametrize("num_perm", [32, 128])
+def test_lsh_parameters_equal_datasketch(num_perm: int) -> None:
+    for threshold in np.round(np.arange(0.1, 1.0, 0.1), 2):
+        try:
+            lsh = MinHashLSH(threshold=float(threshold), num_perm=num_perm)
+        except ValueError:  # datasketch refuses a single band
+            continue
+        assert lsh_params(float(threshold), num_perm) == (lsh.b, lsh.r), threshold
+
+
+def test_similar_signatures_share_band_keys_and_different_ones_do_not() -> None:
+    a = shingle("the quick brown fox jumps over the lazy dog near the river bank today").shingles
+    b = shingle("the quick brown fox jumps over the lazy dog near the river bank now").shingles
+    c = shingle("an entirely different sentence about tax forms and filing deadlines").shingles
+    sig = signatures([sorted(a), sorted(b), sorted(c)], 128, 1)
+    bands, rows = lsh_params(0.7, 128)
+    keys = [set(band_keys(s, bands, rows)) for s in sig]
+    assert keys[0] & keys[1] and not keys[0] & keys[2]
