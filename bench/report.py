@@ -289,6 +289,7 @@ MICRO_TARGETS = {
     "bench_structure": "furniture and table stages",
     "bench_corpus": "cross-document dedup: index size, insert, lookup at 1k-100k paragraphs; tokens removed (issue 13)",
     "bench_perf": "docsan --jobs 1 and --jobs (every core) against the floor, wall and CPU (issues 6, 13)",
+    "bench_chunk": "chunks against LangChain's RecursiveCharacterTextSplitter and Docling's HybridChunker (issue 14)",
     "bench_chat": "chat histories: asked-fact recall and token reduction, recent vs query; cost per request (issue 15)",
     "bench_rank": "BM25 terms: stemming and Chinese segmentation measured before adoption (issue 15)",
     "bench_serve": "gateway overhead per request against a direct request to the same vLLM server (issue 10)",

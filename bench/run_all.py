@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,18 +97,29 @@ def run_micro(name: str, *, timeout_s: float) -> dict:
         return {"status": "ok", "seconds": seconds, "result": json.loads(out.read_text(encoding="utf-8"))}
 
 
+def _build_venv(script: str, what: str, ready: Callable[[], bool], log=log) -> str | None:
+    """Run ``bench/<script>`` when ``ready()`` says its environment is missing; a note when that fails."""
+    if ready():
+        return None
+    log(f"building the environment for {what} (bench/{script}; a few minutes)")
+    proc = subprocess.run(["bash", str(ROOT / "bench" / script)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not ready():
+        tail = [x for x in proc.stderr.strip().splitlines() if x.strip()][-1:]
+        return f"{what} could not be installed: {tail[0][:300] if tail else 'unknown error'}"
+    return None
+
+
 def ensure_unstructured(log=log) -> str | None:
     """Build .venv-bench/ with bench/setup_unstructured.sh when it is missing; a note when that fails."""
-    if tools_speed.unstructured_python() is not None:
-        return None
-    log("building .venv-bench/ for Unstructured (bench/setup_unstructured.sh; a few minutes)")
-    proc = subprocess.run(
-        ["bash", str(ROOT / "bench" / "setup_unstructured.sh")], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0 or tools_speed.unstructured_python() is None:
-        tail = [x for x in proc.stderr.strip().splitlines() if x.strip()][-1:]
-        return f"Unstructured could not be installed: {tail[0][:300] if tail else 'unknown error'}"
-    return None
+    def ready() -> bool:
+        return tools_speed.unstructured_python() is not None
+
+    return _build_venv("setup_unstructured.sh", "Unstructured", ready, log)
+
+
+def ensure_docling(log=log) -> str | None:
+    """Build .venv-docling/ (Docling's chunker, for bench_chunk) with bench/setup_docling.sh when it is missing."""
+    return _build_venv("setup_docling.sh", "Docling's chunker", (ROOT / ".venv-docling" / ".ready").is_file, log)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -174,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if "unstructured" not in skip and not args.no_setup and parts & {"speed", "quality"}:
         note = ensure_unstructured()
+        if note:
+            notes.append(note)
+    if "bench_chunk" not in skip and not args.no_setup and "micro" in parts:
+        note = ensure_docling()
         if note:
             notes.append(note)
     t0 = time.perf_counter()

@@ -1,3 +1,3 @@
-from cli.main import main
+from .main import main
 
 main()

@@ -9,8 +9,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import BackendChoice, ConfigOption, err_console, fail, get_config
 from docsan.errors import DocsanError
+
+from .common import (
+    BackendChoice,
+    ConfigOption,
+    FormatOption,
+    JsonAlias,
+    TextOrJson,
+    err_console,
+    fail,
+    get_config,
+    wants_json,
+)
 
 if TYPE_CHECKING:
     from docsan.runner.ask import Answer
@@ -42,17 +53,22 @@ def ask(
         bool | None, typer.Option("--stream/--no-stream", help="Stream the answer (default: on a terminal).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the routing decision; run nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    fmt: FormatOption = TextOrJson.text,
+    json_alias: JsonAlias = False,
     backend: Annotated[
         BackendChoice | None, typer.Option("--backend", help="embedded (CPU, default), inprocess (GPU), remote.")
     ] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Remote backend: one OpenAI-compatible server for every tier.")
     ] = None,
-    model: Annotated[
+    tokenizer: Annotated[
         Path | None,
-        typer.Option("--model", help="Served model folder whose tokenizer counts the prompt (default: bundled)."),
+        typer.Option(
+            "--tokenizer",
+            help="The served model's folder: its tokenizer and chat template count the prompt (default: bundled).",
+        ),
     ] = None,
+    model_alias: Annotated[Path | None, typer.Option("--model", hidden=True, help="The same as --tokenizer.")] = None,
     report: Annotated[
         Path | None,
         typer.Option("--report", help="Write the audit (every removal: cleaning, control tokens, budget) as JSON."),
@@ -70,6 +86,7 @@ def ask(
     from docsan.runner.errors import GuardError
     from docsan.runner.queue import DeferredQueue
 
+    as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     backend_name = backend.value if backend else config.runner.backend
     try:
@@ -83,7 +100,7 @@ def ask(
             max_tokens=max_tokens,
             priority=priority,
             coerce=coerce or None,
-            model_dir=model,
+            model_dir=tokenizer or model_alias,
             on_convert=lambda msg: err_console.print(f"docsan: {msg}", highlight=False),
         )
     except GuardError as err:

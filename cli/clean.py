@@ -10,13 +10,18 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.common import ConfigOption, choices, err_console, error_line, fail, get_config
 from docsan.batch import expand_inputs, render_output
+from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
+from docsan.pipeline import CleanResult
 from docsan.render import OutputFormat
+from docsan.report_html import render_report_html
+
+from .common import ConfigOption, choices, err_console, error_line, fail, get_config
+from .summary import Summary
 
 OutputChoice = choices("OutputChoice", OutputFormat)
 TableChoice = choices("TableChoice", TablePolicy)
@@ -24,11 +29,13 @@ StrategyChoice = choices("StrategyChoice", BudgetStrategy)
 OcrChoice = choices("OcrChoice", OcrMode)
 EngineChoice = choices("EngineChoice", Engine)
 TEXT = OutputChoice("text")
+_SUFFIX = {"text": ".txt", "markdown": ".md", "html": ".html", "json": ".json"}
 
 
 def output_path(out_dir: Path, src: Path, fmt: str, is_chat: bool, taken: set[Path] | None = None) -> Path:
     """Where ``src``'s output goes; an input named like an earlier one (a/x.txt, b/x.txt) gets -2, -3..."""
-    suffix = ".json" if fmt == "json" or is_chat else {"text": ".txt", "markdown": ".md"}[fmt]
+    # A chat renders as messages JSON in the text formats.
+    suffix = ".json" if is_chat and fmt in ("text", "markdown") else _SUFFIX[fmt]
     stem = src.name if src.suffix.lower() != suffix else src.stem + ".clean"
     path, n = out_dir / (stem + suffix), 1
     while taken is not None and path in taken:
@@ -44,13 +51,15 @@ def clean(
         list[Path], typer.Argument(help="Files or folders to clean ('-' reads standard input).", show_default=False)
     ],
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Output file (one input) or folder (several).")
+        Path | None,
+        typer.Option("-o", "--output", help="Output file (one input; '-': standard output) or folder (several)."),
     ] = None,
     fmt: Annotated[
-        OutputChoice, typer.Option("--format", "-f", help="text, markdown, or json (text + statistics + removals).")
+        OutputChoice, typer.Option("--format", "-f", help="text, markdown, json (text, pages, blocks, report), html.")
     ] = TEXT,
     report: Annotated[
-        Path | None, typer.Option("--report", help="Write the audit of every removal and change as JSON.")
+        Path | None,
+        typer.Option("--report", help="Write the audit of every removal and change as JSON ('-': standard output)."),
     ] = None,
     lang: Annotated[
         str | None, typer.Option("--lang", help="Tesseract languages for OCR (default: chi_sim+eng).")
@@ -127,11 +136,21 @@ def clean(
             show_default=False,
         ),
     ] = None,
+    html_report: Annotated[
+        Path | None,
+        typer.Option("--html-report", help="Write a page showing every removal beside the original (one for all)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="No summary at the end; errors only.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Summary even when stderr is not a terminal, with extraction notes.")
+    ] = False,
 ) -> None:
     """Extract text from PDFs, text files or chat histories and remove the noise.
 
     Every removal is recorded: use --report to see what went and why.
     """
+    if quiet and verbose:
+        fail("-q and -v exclude each other", 2)
     config: Config = get_config(config_file)
     extract: dict[str, object] = {}
     if lang:
@@ -149,6 +168,11 @@ def clean(
         fail("--ray-address needs --engine ray", 2)
     if use_ray and jobs is not None:
         fail("--jobs is for --engine local; Ray uses the cluster's CPUs", 2)
+    output = None if _is_stdout(output) else output
+    to_stdout = [name for name, p in (("--report", report), ("--html-report", html_report)) if _is_stdout(p)]
+    if to_stdout and (output is None or len(to_stdout) > 1):
+        fail(f"{' and '.join(to_stdout)} - and the cleaned text cannot all go to standard output: give -o FILE", 2)
+    show_summary = not quiet and (verbose or err_console.is_terminal)
     try:
         options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
         config = config.with_overrides(extract=extract, options=options)
@@ -160,17 +184,28 @@ def clean(
             markdown=fmt.value == "markdown",
             suffix="\n",  # the final newline written after the text
         )
-        inputs = expand_inputs(paths)
+        # Counted only when someone reads the counts: the summary, the report's token bars.
+        count = Tokenizer.load(tokenizer).count if show_summary or html_report is not None else None
+        stage_count = count if html_report is not None else None
+        skip = None if quiet else _say_skipped
+        inputs = expand_inputs(paths, exclude=output, on_skip=skip)
         several = len(inputs) > 1 or any(p.is_dir() for p in paths)
         # One input runs here (no worker to start), unless it needs a worker for its time limit.
         workers = jobs if several else 1
         if use_ray:
             from docsan.corpus.ray_engine import clean_files_ray
 
+            # Ray tasks build their own pipeline: the report's per-stage token bars are left out there.
             outcomes = clean_files_ray(inputs, config, address=ray_address, document_timeout=document_timeout)
         else:
             outcomes = clean_files(
-                inputs, config, jobs=workers, document_timeout=document_timeout, fail_fast=fail_fast, ordered=True
+                inputs,
+                config,
+                jobs=workers,
+                document_timeout=document_timeout,
+                fail_fast=fail_fast,
+                ordered=True,
+                count=stage_count,
             )
     except DocsanError as err:
         fail(str(err), 2)
@@ -192,6 +227,8 @@ def clean(
             fail(str(err), 2)
         outcomes = dedupe_outcomes(outcomes, dedupe)
 
+    summary = Summary(count, verbose=verbose) if count is not None and show_summary else None
+    results: list[CleanResult] = []
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
     failed = 0
@@ -218,6 +255,8 @@ def clean(
             progress.refresh()
             if outcome.result is None:
                 failed += 1
+                if summary is not None:
+                    summary.failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
                 error_line(outcome.error or f"{outcome.source}: failed")
                 if fail_fast:
@@ -237,13 +276,21 @@ def clean(
             else:
                 sys.stdout.write(text + "\n")
             reports.append(result.report.to_dict())
+            if html_report is not None:
+                results.append(result)
+            if summary is not None:
+                summary.add(result)
 
     if corpus_dedupe:
         dedupe.close()
     if report is not None:
-        report.parent.mkdir(parents=True, exist_ok=True)
         payload: object = reports[0] if not several and reports else reports
-        report.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        _write(report, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    if html_report is not None:
+        _write(html_report, render_report_html(results, title=_report_title(inputs)))
+    if summary is not None:
+        for line in summary.lines():
+            err_console.print(line, highlight=False, markup=False)
     if done < len(inputs):
         left = len(inputs) - done
         error_line(f"--fail-fast: stopped at the first failure; {left} of {len(inputs)} inputs not cleaned")
@@ -251,3 +298,24 @@ def clean(
         if several:
             error_line(f"{failed} of {len(inputs)} inputs failed")
         raise typer.Exit(1)
+
+
+def _say_skipped(path: Path) -> None:
+    err_console.print(f"docsan: skipped {path}: unsupported file type", highlight=False, markup=False)
+
+
+def _is_stdout(path: Path | None) -> bool:
+    return path is not None and str(path) == "-"
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a report file, or standard output for ``-``."""
+    if _is_stdout(path):
+        sys.stdout.write(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _report_title(inputs: list[Path]) -> str:
+    return f"docsan report: {inputs[0]}" if len(inputs) == 1 else f"docsan report: {len(inputs)} files"

@@ -47,3 +47,18 @@ def get_config(path: Path | None) -> Config:
         return load_config(path)
     except DocsanError as err:
         fail(str(err), 2)
+
+
+class TextOrJson(StrEnum):
+    text = "text"
+    json = "json"
+
+
+# One name for one idea: every command that can print JSON takes --format json, as clean does.
+FormatOption = Annotated[TextOrJson, typer.Option("--format", "-f", help="text, or json.")]
+# The older spelling, kept working for existing scripts; not shown in help.
+JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")]
+
+
+def wants_json(fmt: TextOrJson, alias: bool) -> bool:
+    return alias or fmt is TextOrJson.json

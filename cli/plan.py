@@ -9,13 +9,14 @@ from typing import Annotated
 
 import typer
 
-from cli.common import ConfigOption, err_console, fail, get_config
 from docsan.errors import DocsanError
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
 from docsan.runner.planner import DEFAULT_RESERVE_BYTES, Plan, plan
 from docsan.runner.tiers import GIB, build_tiers
 from docsan.runner.validate import tier_problems
+
+from .common import ConfigOption, FormatOption, JsonAlias, TextOrJson, err_console, fail, get_config, wants_json
 
 
 def plan_cmd(
@@ -30,13 +31,15 @@ def plan_cmd(
     reserve_gib: Annotated[
         float, typer.Option("--reserve-gib", help="Activation/CUDA-context reserve subtracted before the KV cache.")
     ] = DEFAULT_RESERVE_BYTES / GIB,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    fmt: FormatOption = TextOrJson.text,
+    json_alias: JsonAlias = False,
     config_file: ConfigOption = None,
 ) -> None:
     """Plan a tier's GPU memory: weights, KV cache per token, capacity, concurrent sequences.
 
     Exits 1 when the configuration cannot be served, saying what would fit.
     """
+    as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     try:
         tiers = build_tiers(config.runner.tiers)

@@ -9,24 +9,43 @@ from typing import Annotated
 
 import typer
 
-from cli.common import BackendChoice, ConfigOption, err_console, fail, get_config
 from docsan.errors import DocsanError
 from docsan.runner.backends.factory import make_backend
 from docsan.runner.queue import DeferredQueue, Job, run_pending
 from docsan.runner.tiers import build_tiers
 
-queue_app = typer.Typer(help="Inspect and drain the deferred queue.", no_args_is_help=True)
+from .common import (
+    BackendChoice,
+    ConfigOption,
+    FormatOption,
+    JsonAlias,
+    TextOrJson,
+    err_console,
+    fail,
+    get_config,
+    wants_json,
+)
+from .help import Command, Group
+
+queue_app = typer.Typer(
+    help="Inspect and drain the deferred queue.",
+    no_args_is_help=True,
+    cls=Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
-@queue_app.command("list")
+@queue_app.command("list", cls=Command)
 def list_jobs(
     status: Annotated[
         str | None, typer.Option("--status", help="Only jobs in this state: pending, running, done, failed.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per job, one per line.")] = False,
+    fmt: FormatOption = TextOrJson.text,
+    json_alias: JsonAlias = False,
     config_file: ConfigOption = None,
 ) -> None:
-    """List queued jobs, oldest first."""
+    """List queued jobs, oldest first (--format json: one JSON object per job, one per line)."""
+    as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     queue = DeferredQueue(config.runner.queue_path)
     for job in queue.list(status):
@@ -36,7 +55,7 @@ def list_jobs(
             sys.stdout.write(_line(job) + "\n")
 
 
-@queue_app.command("run")
+@queue_app.command("run", cls=Command)
 def run_jobs(
     limit: Annotated[int | None, typer.Option("--limit", help="Run at most this many jobs.", min=1)] = None,
     backend: Annotated[
@@ -45,7 +64,7 @@ def run_jobs(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Remote backend server for every tier.")] = None,
     config_file: ConfigOption = None,
 ) -> None:
-    """Run pending jobs on their tiers and store the answers (see them with `queue list --json`)."""
+    """Run pending jobs on their tiers and store the answers (see them with `queue list --format json`)."""
     config = get_config(config_file)
     try:
         runner_backend = make_backend(

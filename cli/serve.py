@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from cli.common import ConfigOption, err_console, fail, get_config
 from docsan.errors import DocsanError
+
+from .common import ConfigOption, err_console, fail, get_config
 
 
 def serve(

@@ -8,6 +8,8 @@ Typical use::
     print(result.text)                 # the cleaned text
     for change in result.report.changes:
         print(change.code, change.kind, change.reason, change.text[:40])
+    for piece in docsan.chunk(result, max_tokens=512):
+        print(piece.num_tokens, piece.page_numbers, piece.headings)
 
     for outcome in docsan.clean_files(paths, jobs=4):   # worker processes, as they finish
         print(outcome.source, outcome.error or len(outcome.result.text))
@@ -16,6 +18,7 @@ The library never imports the command-line front end (``cli``).
 """
 
 from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
+from docsan.chunking import Chunk, chunk
 from docsan.config import Config, ExtractConfig, load_config
 from docsan.corpus import clean_files
 from docsan.errors import ConfigError, DocsanError, InputError
@@ -34,6 +37,7 @@ __all__ = [
     "ChangeKind",
     "ChatCleaner",
     "ChatResult",
+    "Chunk",
     "CleanResult",
     "Config",
     "ConfigError",
@@ -48,6 +52,7 @@ __all__ = [
     "Source",
     "StageResult",
     "Table",
+    "chunk",
     "clean_chat",
     "clean_document",
     "clean_file",

@@ -11,16 +11,18 @@ inputs and yields the outcomes in input order, as :func:`clean_inputs` does.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from docsan.chat.shape import render_chat, render_messages
 from docsan.config import Config
 from docsan.errors import DocsanError
 from docsan.extract import load
+from docsan.model import SCHEMA_VERSION
 from docsan.pipeline import CleanResult, Pipeline
-from docsan.render import OutputFormat, render_json, render_text
+from docsan.render import OutputFormat, render_html, render_text
 
 # What a folder given as input expands to; other files in it are not documents docsan reads.
 INPUT_SUFFIXES = frozenset({".pdf", ".txt", ".md", ".markdown", ".json", ".text"})
@@ -39,48 +41,85 @@ class Outcome:
         return self.result is not None
 
 
-def expand_inputs(paths: Iterable[Path]) -> list[Path]:
-    """Folders expand to the supported files inside them (recursively, sorted for stable output); files stay."""
+def expand_inputs(
+    paths: Iterable[Path], *, exclude: Path | None = None, on_skip: Callable[[Path], None] | None = None
+) -> list[Path]:
+    """Folders expand to the supported files inside them (recursively, sorted for stable output); files stay.
+
+    Files under ``exclude`` (the output folder, which may sit inside an input
+    folder) are never inputs: a second run would clean the first run's
+    output. Each other file of a folder that docsan does not read goes to
+    ``on_skip`` (the CLI lists them as skipped).
+    """
+    skip_root = exclude.resolve() if exclude is not None else None
     out: list[Path] = []
     for p in paths:
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in INPUT_SUFFIXES))
-        else:
+        if not p.is_dir():
             out.append(p)
+            continue
+        for f in sorted(f for f in p.rglob("*") if f.is_file()):
+            if skip_root is not None and f.resolve().is_relative_to(skip_root):
+                continue
+            if f.suffix.lower() in INPUT_SUFFIXES:
+                out.append(f)
+            elif on_skip is not None:
+                on_skip(f)
     return out
 
 
-def clean_input(source: Path, config: Config, pipeline: Pipeline | None = None) -> Outcome:
+def clean_input(
+    source: Path, config: Config, pipeline: Pipeline | None = None, *, count: Callable[[str], int] | None = None
+) -> Outcome:
     """Extract and clean one input (``Path("-")`` is standard input); never raises for a bad input.
 
     ``pipeline`` is ``Pipeline.from_config(config)`` when not given; pass one
-    to share it over many inputs.
+    to share it over many inputs. ``count`` (a tokenizer's) records each
+    stage's tokens before and after (:meth:`Pipeline.run`).
     """
     pipeline = pipeline or Pipeline.from_config(config)
     try:
-        return Outcome(source, result=pipeline.run(load(source, config.extract)))
+        return Outcome(source, result=pipeline.run(load(source, config.extract), count=count))
     except DocsanError as err:
         return Outcome(source, error=str(err))
     except Exception as err:  # noqa: BLE001 - one bad file must not stop a batch
         return Outcome(source, error=f"{source}: internal error ({type(err).__name__}: {err})")
 
 
-def clean_inputs(sources: Iterable[Path], config: Config) -> Iterator[Outcome]:
+def clean_inputs(
+    sources: Iterable[Path], config: Config, *, count: Callable[[str], int] | None = None
+) -> Iterator[Outcome]:
     """:func:`clean_input` over ``sources`` with one shared pipeline, lazily, outcomes in input order.
 
     The pipeline is built at the call, so a bad configuration raises
     :class:`~docsan.errors.ConfigError` before any input is read.
     """
     pipeline = Pipeline.from_config(config)
-    return (clean_input(source, config, pipeline) for source in sources)
+    return (clean_input(source, config, pipeline, count=count) for source in sources)
 
 
 def render_output(result: CleanResult, fmt: OutputFormat = "text", *, table_html: bool = False) -> str:
-    """What ``docsan clean`` writes: text or Markdown (a chat: its request as JSON), or JSON with the report."""
+    """What ``docsan clean`` writes for a result: text or Markdown (a chat: messages JSON), JSON, or HTML."""
     doc = result.document
     if fmt == "json":
-        messages = render_messages(doc) if doc.is_chat else None
-        return render_json(doc, result.report.to_dict(), messages=messages)
+        return json.dumps(clean_output(result), ensure_ascii=False, indent=2)
+    if fmt == "html":
+        return render_html(doc)
     if doc.is_chat:
         return json.dumps(render_chat(doc), ensure_ascii=False, indent=2)
     return render_text(doc, markdown=fmt == "markdown", table_html=table_html)
+
+
+def clean_output(result: CleanResult) -> dict[str, Any]:
+    """What ``--format json`` writes: the cleaned text (or messages), the document's structure, the report.
+
+    ``docsan schema clean`` describes it; ``document`` reads back with :meth:`Document.from_dict`.
+    """
+    doc = result.document
+    payload: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "source": doc.name, "kind": str(doc.kind)}
+    if doc.is_chat:
+        payload["messages"] = render_messages(doc)
+    else:
+        payload["text"] = render_text(doc)
+    payload["document"] = doc.to_dict()
+    payload["report"] = result.report.to_dict()
+    return payload

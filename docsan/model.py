@@ -16,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cache
 from typing import Any
+
+from docsan.errors import InputError
 
 
 class BlockKind(StrEnum):
@@ -246,3 +249,49 @@ class Document:
     @property
     def is_chat(self) -> bool:
         return self.kind is DocumentKind.CHAT
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: ``schema_version``, then pages → blocks (text, kind, source, bbox, table grid).
+
+        Fields left at ``None`` (a plain-text block has no ``bbox``) are
+        omitted and read back as their defaults, so
+        ``Document.from_dict(doc.to_dict()) == doc``. ``docsan schema document``
+        describes it.
+        """
+        data = _document_adapter().dump_python(self, mode="json", exclude_none=True)
+        return {"schema_version": SCHEMA_VERSION, **data}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Document:
+        """Read back what :meth:`to_dict` wrote; raises :class:`docsan.errors.InputError` naming the bad field."""
+        from pydantic import ValidationError
+
+        if not isinstance(data, dict):
+            raise InputError("document data", f"expected an object, got {type(data).__name__}")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            problem = f"schema_version {version!r} is not {SCHEMA_VERSION} (the one docsan reads)"
+            raise InputError("document data", problem)
+        try:
+            return _document_adapter().validate_python({k: v for k, v in data.items() if k != "schema_version"})
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "document"
+            raise InputError("document data", f"{loc}: {first['msg']}") from None
+
+
+# Bumped when a field of the JSON form is renamed or removed or changes meaning; an added optional
+# field keeps it (old readers ignore it, old data lacks it).
+SCHEMA_VERSION = 1
+
+
+@cache
+def _document_adapter() -> Any:
+    """pydantic's serialiser and validator for :class:`Document`, built on first use (~50 ms).
+
+    Derived from the dataclasses themselves, like the JSON Schema (docsan/schema.py): a field added
+    to the model is in both.
+    """
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Document)

@@ -46,9 +46,12 @@ class Pipeline:
         self,
         doc: Document,
         on_stage: Callable[[str], None] | None = None,
+        count: Callable[[str], int] | None = None,
     ) -> CleanResult:
+        """Run every stage over ``doc``; with ``count`` (a tokenizer's), each stage's tokens before and after too."""
         report = Report(source=doc.name, notes=list(doc.notes), extraction=list(doc.extraction))
         current = doc
+        tokens = count(current.text) if count is not None else None
         for stage in self.stages:
             if on_stage is not None:
                 on_stage(stage.name)
@@ -59,6 +62,7 @@ class Pipeline:
                 result = keep_messages(stage, current, result)
             elapsed = time.perf_counter() - t0
             current = result.document
+            tokens_before, tokens = tokens, count(current.text) if count is not None else None
             report.stages.append(
                 StageReport(
                     stage=stage.name,
@@ -67,6 +71,8 @@ class Pipeline:
                     seconds=elapsed,
                     stats=dict(result.stats),
                     changes=list(result.changes),
+                    tokens_before=tokens_before,
+                    tokens_after=tokens,
                 )
             )
         return CleanResult(original=doc, document=current, report=report)

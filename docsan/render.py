@@ -1,16 +1,16 @@
-"""Turn a cleaned document into what a prompt or a file needs: text, Markdown, JSON."""
+"""Turn a cleaned document into what a prompt or a file needs: text, Markdown, HTML (JSON: docsan.batch)."""
 
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Literal
 
 from docsan.model import Block, BlockKind, Document, Table
 
-# What a cleaned document is written as: plain text, Markdown (headings, pipe tables), or JSON with the report.
-OutputFormat = Literal["text", "markdown", "json"]
+# What a cleaned document is written as: plain text, Markdown (headings, pipe tables), JSON with the
+# structure and the report (docsan.batch.clean_output), or HTML.
+OutputFormat = Literal["text", "markdown", "json", "html"]
 
 
 def table_row_text(cells: Iterable[str]) -> str:
@@ -90,22 +90,34 @@ def render_text(doc: Document, *, markdown: bool = False, table_html: bool = Fal
     return "\n\n".join(p for p in parts if p.strip())
 
 
-def render_json(
-    doc: Document, report: dict[str, Any] | None = None, *, messages: list[dict[str, Any]] | None = None
-) -> str:
-    """The document as JSON: source, kind, the text (or a chat's ``messages``), and the report when given.
+def render_html(doc: Document) -> str:
+    """The cleaned document as a standalone HTML page: headings, paragraphs, tables with their spans.
 
-    A chat document's messages come from the caller, in their request's shape
-    (:func:`docsan.chat.shape.render_messages`: rendering them needs the chat
-    rules, which sit above this module).
+    Every piece of input text is escaped, quotes included, so markup in a
+    document (``<script>``, ``<img onerror=…>``) arrives as text, never as markup.
     """
-    payload: dict[str, Any] = {"source": doc.name, "kind": str(doc.kind)}
-    if doc.is_chat:
-        if messages is None:
-            raise ValueError("render_json: a chat document needs its messages (docsan.chat.shape.render_messages)")
-        payload["messages"] = messages
-    else:
-        payload["text"] = render_text(doc)
-    if report is not None:
-        payload["report"] = report
-    return json.dumps(payload, ensure_ascii=False, indent=2)
+    body = []
+    for page in doc.pages:
+        label = f' data-role="{html.escape(page.role)}"' if page.role else ""
+        parts = [_block_html(b) for b in page.blocks if b.text.strip()]
+        if parts:
+            body.append(f'<section data-page="{page.number}"{label}>\n' + "\n".join(parts) + "\n</section>")
+    title = html.escape(doc.name)
+    return (
+        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{title}</title>\n</head>\n<body>\n<article>\n" + "\n".join(body) + "\n</article>\n</body>\n</html>"
+    )
+
+
+def _block_html(block: Block) -> str:
+    if block.kind is BlockKind.TABLE and block.table is not None:
+        return table_to_html(block.table)
+    if block.kind is BlockKind.HEADING:
+        text = block.text.replace("\n", " ")
+        hashes = len(text) - len(text.lstrip("#"))
+        # A Markdown input's heading carries its level ("## Title"); a PDF's does not.
+        marked = 0 < hashes <= 6 and text[hashes : hashes + 1] == " "
+        level = hashes if marked else 2
+        text = text[hashes:].strip() if marked else text
+        return f"<h{level}>{html.escape(text)}</h{level}>"
+    return "<p>" + "<br>\n".join(html.escape(line) for line in block.text.split("\n")) + "</p>"

@@ -86,9 +86,13 @@ class StageReport:
     seconds: float
     stats: dict[str, int | float]
     changes: list[Change]
+    # Exact token counts of the text before and after, when the pipeline was given a counter
+    # (``--html-report`` draws them); None otherwise, and then left out of the JSON.
+    tokens_before: int | None = None
+    tokens_after: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "stage": self.stage,
             "chars_before": self.chars_before,
             "chars_after": self.chars_after,
@@ -96,6 +100,9 @@ class StageReport:
             "stats": self.stats,
             "changes": [c.to_dict() for c in self.changes],
         }
+        if self.tokens_before is not None:
+            out["tokens_before"], out["tokens_after"] = self.tokens_before, self.tokens_after
+        return out
 
 
 @dataclass(slots=True)

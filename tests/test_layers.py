@@ -4,19 +4,21 @@ Read from the source (every ``import``, also those inside functions), not
 from ``sys.modules``, so a lazy import cannot hide an upward edge. The layers,
 bottom first (docs/pipeline.md draws them):
 
-0. ``errors``, ``model``: what everything is made of;
-1. ``text``, ``geometry``, ``render``, ``report``, ``config``: shared rules and data;
-2. ``tables``: table algorithms (on the model, the text rules, the geometry);
+0. ``errors``: the errors a user can act on;
+1. ``model``: what everything is made of (and its JSON form, whose errors are InputErrors);
+2. ``text``, ``geometry``, ``render``, ``report``, ``config``: shared rules and data;
+3. ``tables``: table algorithms (on the model, the text rules, the geometry);
    ``chat``: a chat message's text and shape, turns, the guard against emptied messages;
-3. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
-4. ``stages``: every registered pipeline stage;
-5. ``pipeline``, ``config_toml``: running and listing the stages;
-6. ``api``, ``batch``, ``client``: the library's entry points for one input, a batch, and the gateway's
-   sessions protocol on the client side;
-7. ``corpus`` and the ``docsan`` package itself: a batch in worker processes or on Ray, cross-document dedup;
-8. ``runner``: the shared request path, guard, route, run;
-9. ``serve``: the gateway, on the runner's request path;
-10. ``cli``: the front end, which nothing in the library imports.
+4. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
+5. ``stages``: every registered pipeline stage;
+6. ``pipeline``, ``config_toml``: running and listing the stages;
+7. ``api``, ``batch``, ``chunking``, ``report_html``, ``client``: the library's entry points for one input and
+   a batch, and the gateway's sessions protocol on the client side;
+8. ``corpus`` and the ``docsan`` package itself: a batch in worker processes or on Ray, cross-document dedup;
+9. ``runner``, ``schema``, ``adapters``: the shared request path, guard, route, run; the JSON Schemas
+   of the outputs; the LangChain and LlamaIndex adapters;
+10. ``serve``: the gateway, on the runner's request path;
+11. ``cli``: the front end, which nothing in the library imports.
 
 Units of one layer do not import each other either (``extract`` and
 ``budget`` stay independent).
@@ -31,27 +33,31 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: dict[str, int] = {
     "docsan.errors": 0,
-    "docsan.model": 0,
-    "docsan.text": 1,
-    "docsan.geometry": 1,
-    "docsan.render": 1,
-    "docsan.report": 1,
-    "docsan.config": 1,
-    "docsan.tables": 2,
-    "docsan.chat": 2,
-    "docsan.extract": 3,
-    "docsan.budget": 3,
-    "docsan.stages": 4,
-    "docsan.pipeline": 5,
-    "docsan.config_toml": 5,
-    "docsan.api": 6,
-    "docsan.batch": 6,
-    "docsan.client": 6,
-    "docsan.corpus": 7,
-    "docsan": 7,
-    "docsan.runner": 8,
-    "docsan.serve": 9,
-    "cli": 10,
+    "docsan.model": 1,
+    "docsan.text": 2,
+    "docsan.geometry": 2,
+    "docsan.render": 2,
+    "docsan.report": 2,
+    "docsan.config": 2,
+    "docsan.tables": 3,
+    "docsan.chat": 3,
+    "docsan.extract": 4,
+    "docsan.budget": 4,
+    "docsan.stages": 5,
+    "docsan.pipeline": 6,
+    "docsan.config_toml": 6,
+    "docsan.api": 7,
+    "docsan.batch": 7,
+    "docsan.chunking": 7,
+    "docsan.report_html": 7,
+    "docsan.client": 7,
+    "docsan.corpus": 8,
+    "docsan": 8,
+    "docsan.runner": 9,
+    "docsan.schema": 9,
+    "docsan.adapters": 9,
+    "docsan.serve": 10,
+    "cli": 11,
 }
 
 

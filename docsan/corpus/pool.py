@@ -23,7 +23,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -55,7 +55,13 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _worker(conn: Connection, config: Config, pipeline: Pipeline | None, max_rss_mb: float | None) -> None:
+def _worker(
+    conn: Connection,
+    config: Config,
+    pipeline: Pipeline | None,
+    max_rss_mb: float | None,
+    count: Callable[[str], int] | None,
+) -> None:
     """Clean each path received until ``None`` arrives; the reply is ``(index, outcome, retiring)``.
 
     ``retiring``: the worker's peak memory passed ``max_rss_mb``; it exits after this reply.
@@ -70,7 +76,7 @@ def _worker(conn: Connection, config: Config, pipeline: Pipeline | None, max_rss
         if task is None:
             return
         index, source = task
-        outcome = clean_input(source, config, pipeline)
+        outcome = clean_input(source, config, pipeline, count=count)
         retiring = max_rss_mb is not None and _peak_rss_mb() > max_rss_mb
         try:
             conn.send((index, outcome, retiring))
@@ -92,18 +98,28 @@ class _Slot:
 
 
 class _Pool:
-    def __init__(self, jobs: int, config: Config, pipeline: Pipeline, max_rss_mb: float | None) -> None:
+    def __init__(
+        self,
+        jobs: int,
+        config: Config,
+        pipeline: Pipeline,
+        max_rss_mb: float | None,
+        count: Callable[[str], int] | None = None,
+    ) -> None:
         methods = multiprocessing.get_all_start_methods()
         self._ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
         self._config = config
         self._max_rss_mb = max_rss_mb
         # Only a forked worker can be handed the built pipeline without pickling it.
-        self._pipeline = pipeline if self._ctx.get_start_method() == "fork" else None
+        forked = self._ctx.get_start_method() == "fork"
+        self._pipeline = pipeline if forked else None
+        # A token counter holds a loaded tokenizer: handed over by fork only, like the pipeline.
+        self._count = count if forked else None
         self.slots = [self._start() for _ in range(jobs)]
 
     def _start(self) -> _Slot:
         parent, child = self._ctx.Pipe()
-        args = (child, self._config, self._pipeline, self._max_rss_mb)
+        args = (child, self._config, self._pipeline, self._max_rss_mb, self._count)
         process = self._ctx.Process(target=_worker, args=args, daemon=True)
         process.start()
         child.close()
@@ -166,6 +182,7 @@ def clean_files(
     fail_fast: bool = False,
     ordered: bool = False,
     max_worker_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB,
+    count: Callable[[str], int] | None = None,
 ) -> Iterator[Outcome]:
     """Clean ``paths`` in ``jobs`` worker processes (default: the usable cores), yielding outcomes as they finish.
 
@@ -177,7 +194,8 @@ def clean_files(
     the first failed outcome (running workers are killed). ``ordered`` yields
     in input order instead (finished documents wait for the earlier ones).
     A worker whose peak memory passed ``max_worker_rss_mb`` after a document
-    is replaced by a fresh one (``None``: never).
+    is replaced by a fresh one (``None``: never). ``count`` (a tokenizer's)
+    records each stage's tokens, as in :func:`docsan.batch.clean_input`.
 
     ``jobs=1`` without a timeout runs in this process, exactly as
     :func:`docsan.batch.clean_inputs`. The pipeline is built before any
@@ -191,10 +209,10 @@ def clean_files(
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     pipeline = Pipeline.from_config(config)  # raises ConfigError now, not in a worker
     if jobs == 1 and document_timeout is None:
-        return _stop_at_failure(clean_inputs(sources, config), fail_fast)
+        return _stop_at_failure(clean_inputs(sources, config, count=count), fail_fast)
     timeout = DEFAULT_DOCUMENT_TIMEOUT_S if document_timeout is None else document_timeout
     workers = min(jobs, max(1, len(sources)))
-    outcomes = _run(sources, config, pipeline, workers, timeout, fail_fast, max_worker_rss_mb)
+    outcomes = _run(sources, config, pipeline, workers, timeout, fail_fast, max_worker_rss_mb, count)
     return _in_order(outcomes, len(sources)) if ordered else (outcome for _, outcome in outcomes)
 
 
@@ -226,10 +244,11 @@ def _run(
     timeout: float,
     fail_fast: bool,
     max_rss_mb: float | None,
+    count: Callable[[str], int] | None,
 ) -> Iterator[tuple[int, Outcome]]:
     if not sources:
         return
-    pool = _Pool(jobs, config, pipeline, max_rss_mb)
+    pool = _Pool(jobs, config, pipeline, max_rss_mb, count)
     # Largest files first, so that a long document does not start last and run alone at the end
     # (the order of the results does not depend on it). pop() takes from the end.
     todo = sorted(enumerate(sources), key=lambda task: _size(task[1]))

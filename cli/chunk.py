@@ -1,0 +1,81 @@
+"""``docsan chunk``: clean files and cut them into token-exact chunks, one JSON object per line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+
+from docsan.batch import clean_inputs, expand_inputs
+from docsan.budget.tokenizer import Tokenizer
+from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
+from docsan.config import Config
+from docsan.errors import DocsanError
+
+from .common import ConfigOption, error_line, fail, get_config
+
+
+def chunk(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Files or folders to chunk ('-' reads standard input).", show_default=False)
+    ],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="JSONL file to write ('-' or none: standard output).")
+    ] = None,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=8, help="Largest chunk, in tokens of the served model (exact count).")
+    ] = DEFAULT_MAX_TOKENS,
+    overlap: Annotated[
+        int, typer.Option("--overlap", min=0, help="Start each chunk with up to N tokens of whole sentences before it.")
+    ] = 0,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="Local tokenizer folder or tokenizer.json (default: DeepSeek-V4)."),
+    ] = None,
+    config_file: ConfigOption = None,
+) -> None:
+    """Clean FILES and cut them into chunks for retrieval: whole paragraphs, tables cut between rows.
+
+    Each line holds text, num_tokens, page_numbers, headings, source and a stable id;
+    `docsan schema chunk` describes it. The served model's control tokens are escaped.
+    """
+    if overlap >= max_tokens:
+        fail(f"--overlap ({overlap}) must be below --max-tokens ({max_tokens})", 2)
+    config = get_config(config_file)
+    try:
+        tok = Tokenizer.load(tokenizer)
+        inputs = expand_inputs(paths, exclude=output)
+        outcomes = clean_inputs(inputs, _with_guard(config, tokenizer))
+    except DocsanError as err:
+        fail(str(err), 2)
+    if not inputs:
+        fail("no input files found", 2)
+    out: TextIO
+    if output is None or str(output) == "-":
+        out = sys.stdout
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        out = output.open("w", encoding="utf-8")
+    failed = 0
+    try:
+        for outcome in outcomes:
+            if outcome.result is None:
+                failed += 1
+                error_line(outcome.error or f"{outcome.source}: failed")
+                continue
+            chunks = iter_chunks(outcome.result, max_tokens, overlap=overlap, tokenizer=tok)
+            out.write("".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks))
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if failed:
+        raise typer.Exit(1)
+
+
+def _with_guard(config: Config, tokenizer: str | None) -> Config:
+    """The configured stages plus ``special_tokens`` for the tokenizer the chunks are counted with."""
+    stages = config.stages if "special_tokens" in config.stages else (*config.stages, "special_tokens")
+    return config.with_overrides(options={"special_tokens": {"tokenizer": tokenizer}}, stages=stages)
