@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
+from bench import serve_report  # noqa: E402
 from bench.serve_proc import run_uvicorn  # noqa: E402
 from docsan.config import config_from_dict  # noqa: E402
 from docsan.config.runner import EmbeddedConfig  # noqa: E402
@@ -130,7 +131,17 @@ def run(upstream: str | None = None) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":
-    import json
+def main(argv: list[str] | None = None) -> int:
+    import argparse
 
-    print(json.dumps(run(sys.argv[1] if len(sys.argv) > 1 else None), indent=1))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--upstream", help="an already running vLLM OpenAI server (default: start the embedded one)")
+    p.add_argument("--out", type=Path, default=ROOT / "docs" / "sessions_bench.json")
+    p.add_argument("--docs", action="store_true", help="also rewrite the sessions section of docs/benchmarks.md")
+    args = p.parse_args(argv)
+    serve_report.publish(run(args.upstream), args.out, "sessions", args.docs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

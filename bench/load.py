@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 import psutil  # noqa: E402
 
-from bench import replay_traffic  # noqa: E402
+from bench import replay_traffic, serve_report  # noqa: E402
 from bench.replay import DEFAULT_ANSWER, MAX_MODEL_LEN, gateway_toml  # noqa: E402
 from bench.serve_proc import gateway_process  # noqa: E402
 from docsan.config.runner import EmbeddedConfig  # noqa: E402
@@ -209,12 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", action="store_true", help="also rewrite the load section of docs/benchmarks.md")
     args = p.parse_args(argv)
     results = run(args.users, args.spawn_rate, args.duration, args.seed, args.requests, args.upstream)
-    args.out.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(results, ensure_ascii=False, indent=1))
-    if args.docs:
-        from bench import serve_report
-
-        serve_report.write_section(ROOT / "docs" / "benchmarks.md", "load", serve_report.load_md(results))
+    serve_report.publish(results, args.out, "load", args.docs)
     return 0
 
 

@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from bench import replay_traffic  # noqa: E402
+from bench import replay_traffic, serve_report  # noqa: E402
 from bench.serve_proc import RecordingProxy, gateway_process, run_uvicorn, tiers_toml  # noqa: E402
 from docsan.config.runner import EmbeddedConfig  # noqa: E402
 from docsan.runner.chat_template import ChatTokenizer, content_text  # noqa: E402
@@ -380,13 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "replay.json", help="the results (JSON)")
     p.add_argument("--docs", action="store_true", help="also rewrite the replay section of docs/benchmarks.md")
     args = p.parse_args(argv)
-    results = run(args.seed, args.requests, args.users, args.upstream)
-    args.out.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(results, ensure_ascii=False, indent=1))
-    if args.docs:
-        from bench import serve_report
-
-        serve_report.write_section(ROOT / "docs" / "benchmarks.md", "replay", serve_report.replay_md(results))
+    serve_report.publish(run(args.seed, args.requests, args.users, args.upstream), args.out, "replay", args.docs)
     return 0
 
 

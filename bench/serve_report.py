@@ -29,6 +29,18 @@ def write_section(path: Path, name: str, markdown: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def publish(results: dict[str, Any], out: Path, name: str, docs: bool) -> None:
+    """A run's results: JSON to ``out`` and standard output, and with ``docs`` its section of docs/benchmarks.md
+    (``NAME_md`` in this module writes it: ``replay``, ``load`` or ``sessions``)."""
+    import json
+
+    out.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(results, ensure_ascii=False, indent=1))
+    if docs:
+        markdown = {"replay": replay_md, "load": load_md, "sessions": sessions_md}[name](results)
+        write_section(Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md", name, markdown)
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join("–" if c is None else str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
