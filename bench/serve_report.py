@@ -214,7 +214,9 @@ def sessions_md(r: dict[str, Any]) -> str:
             "",
             _table(["", "whole history every turn", "sessions protocol"], rows),
             "",
-            f"The client sent {100 * r['bytes_ratio']:.1f} % of the bytes with the protocol.",
+            f"The client sent {100 * r['bytes_ratio']:.1f} % of the bytes with the protocol. The whole conversation's "
+            "time is mostly vLLM's on shared cores (the load average above); the gateway's own time is the "
+            "protocol's cost.",
             "",
         ]
     )
