@@ -96,9 +96,11 @@ class Upstream:
             if self.served_model is None:
                 await self._learn_model(client, timeout)
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
-            if self.last_error is None:
-                log.warning("upstream %s (%s) is down: %s", self.url, ", ".join(self.tiers), err or type(err).__name__)
+            first = self.last_error is None
+            # A time-out's message is empty: its class names it.
             self.last_error = str(err) or type(err).__name__
+            if first:
+                log.warning("upstream %s (%s) is down: %s", self.url, ", ".join(self.tiers), self.last_error)
             self.pool.update(healthy=False, reading=None)
             self.score = self.tracker.observe(self.pool, time.monotonic())
             return
