@@ -71,6 +71,10 @@ class ServeConfig(BaseModel):
     stale_after_s: float = Field(5.0, gt=0)
     # Timeout of one poll request.
     poll_timeout_s: float = Field(2.0, gt=0)
+    # Polls in a row that must time out before an upstream counts as down. A refused or reset connection is
+    # down at once; a slow answer is what a busy vLLM on shared cores gives, and one of them turned a healthy
+    # server into 502s for every request (seen at load 20).
+    down_after_timeouts: int = Field(3, ge=1)
     # False: admit by the ledger alone, for an upstream that serves no vLLM /metrics.
     upstream_metrics: bool = True
     # Seconds between the deferred-job drainer's looks at the queue.

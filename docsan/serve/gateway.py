@@ -186,7 +186,7 @@ class Gateway:
                 assert self.client is not None
                 self._pollers[url] = asyncio.create_task(
                     up.run(self.client, interval=serve.poll_interval_s, timeout=serve.poll_timeout_s,
-                           use_metrics=serve.upstream_metrics),
+                           use_metrics=serve.upstream_metrics, down_after_timeouts=serve.down_after_timeouts),
                     name=f"docsan-poll-{url}",
                 )  # fmt: skip
             else:
