@@ -8,7 +8,8 @@ other, running over a page break, with a sentence inserted.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+import regex
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from docsan.model import Block, Document, Page
@@ -189,16 +190,22 @@ _SENTENCES = [
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=4), min_size=1, max_size=10))
+# Found by this test: a later round's source runs over a sentence an earlier round cut.
+@example(picks=[[0], [2], [2, 0, 0], [2, 1, 0], [2], [1]])
 def test_every_sentence_stays_once_and_cleaning_twice_is_once(picks: list[list[int]]) -> None:
     doc = Document(tuple(Page(1, (Block(" ".join(_SENTENCES[i] for i in pick)),)) for pick in picks))
     stage = NearDuplicates()
     once = stage(doc)
     kept = "".join(once.document.text.split())
     original = "".join(doc.text.split())
-    for change in once.changes:  # each removal names what it repeats (quoted from the document)
+    # Each removal names what it repeats, quoted from the document as it stood in the round that found it:
+    # a later round may quote two sentences side by side that an earlier round's cut brought together,
+    # but never text the document did not hold.
+    for change in once.changes:
         assert change.duplicate_of is not None
         for source in change.duplicate_of.split(" … "):
-            assert "".join(source.rstrip("…").split()) in original
+            for sentence in regex.split(r"(?<=[.。])\s*", source.rstrip("…")):
+                assert "".join(sentence.split()) in original
     # Every sentence that was there is still there once.
     for sentence in {s for pick in picks for s in (_SENTENCES[i] for i in pick)}:
         assert "".join(sentence.split()) in kept
