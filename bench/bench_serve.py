@@ -25,12 +25,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +37,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
+from bench.serve_proc import gateway_process, tiers_toml  # noqa: E402
 from docsan.config import load_config  # noqa: E402
 from docsan.config.runner import EmbeddedConfig  # noqa: E402
 from docsan.extract import load  # noqa: E402
@@ -120,32 +118,6 @@ def _library(path: RequestPath, messages: list, n: int) -> dict[str, float]:
     return {"library_ms_min": round(min(times), 2), "library_ms_p50": round(statistics.median(times), 2)}
 
 
-@contextmanager
-def _gateway(config_file: Path) -> Iterator[str]:
-    """``docsan serve --port 0`` in its own process; yields its URL once ready."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "serve", "--config", str(config_file), "--port", "0"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "serving on " in line:
-                url = line.split("serving on ")[1].split()[0]
-                break
-        else:
-            raise RuntimeError("docsan serve exited before serving")
-        deadline = time.monotonic() + 120
-        while httpx.get(url + "/ready").status_code != 200:
-            if time.monotonic() > deadline:
-                raise RuntimeError("docsan serve not ready")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(60)
-
-
 def run(short_n: int = 60, doc_n: int = 15) -> dict[str, Any]:
     t0 = time.perf_counter()
     load_before = os.getloadavg()[0]
@@ -154,7 +126,7 @@ def run(short_n: int = 60, doc_n: int = 15) -> dict[str, Any]:
         server.wait_ready(timeout_s=900)
         start_s = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp:
-            tiers = "".join(f'[runner.tiers.{n}]\nbase_url = "{server.url}"\n' for n in ("t4", "a10g", "a100"))
+            tiers = tiers_toml(server.url)
             config_file = Path(tmp) / "docsan.toml"
             config_file.write_text(
                 f'[extract]\nocr = "never"\n[runner]\nqueue_path = "{tmp}/q.sqlite3"\n{tiers}', encoding="utf-8"
@@ -162,7 +134,8 @@ def run(short_n: int = 60, doc_n: int = 15) -> dict[str, Any]:
             path = RequestPath(load_config(config_file))
             path.warm()
             doc = _doc_messages(path)
-            with _gateway(config_file) as gateway, httpx.Client(timeout=600) as client:
+            with gateway_process(config_file) as gw, httpx.Client(timeout=600) as client:
+                gateway = gw.url
                 model = client.get(server.url + "/v1/models").json()["data"][0]["id"]
                 short = _measure(client, gateway, server.url, model, SHORT, short_n)
                 long = _measure(client, gateway, server.url, model, doc, doc_n)

@@ -211,8 +211,9 @@ def _plant(paste: list[str], fact: Fact, rng: random.Random, lang: str) -> list[
     return out
 
 
-def build(seed: int, turns: int, lang: str = "en", *, tool_share: float = 0.15) -> History:
-    """One history of ``turns`` turns (plus the question) in ``lang`` (``en`` or ``zh``)."""
+def build(seed: int, turns: int, lang: str = "en", *, tool_share: float = 0.15, paste_share: float = 0.45) -> History:
+    """One history of ``turns`` turns (plus the question) in ``lang`` (``en`` or ``zh``); ``paste_share`` of the
+    turns paste corpus text (a few more to plant facts in), 20 % more re-paste an earlier paste."""
     rng = random.Random(seed)
     runs = _corpus(lang)
     questions = QUESTIONS_ZH if lang == "zh" else QUESTIONS_EN
@@ -230,7 +231,7 @@ def build(seed: int, turns: int, lang: str = "en", *, tool_share: float = 0.15) 
     for t in range(turns):
         fact = facts.get(t)
         kind = rng.random()
-        if kind < 0.45 or (fact is not None and kind < 0.6):
+        if kind < paste_share or (fact is not None and kind < paste_share + 0.15):
             run = rng.choice(runs)
             start = rng.randrange(max(1, len(run) - 5))
             paste = list(run[start : start + rng.randint(2, 5)])
@@ -238,7 +239,7 @@ def build(seed: int, turns: int, lang: str = "en", *, tool_share: float = 0.15) 
                 paste = _plant(paste, fact, rng, lang)
             pastes.append(paste)
             user = "\n\n".join([*paste, rng.choice(questions)])
-        elif kind < 0.65 and pastes and fact is None:
+        elif kind < paste_share + 0.2 and pastes and fact is None:
             n_repaste += 1
             user = "\n\n".join([*rng.choice(pastes), rng.choice(questions)])
         else:

@@ -111,6 +111,7 @@ def _build_venv(script: str, what: str, ready: Callable[[], bool], log=log) -> s
 
 def ensure_unstructured(log=log) -> str | None:
     """Build .venv-bench/ with bench/setup_unstructured.sh when it is missing; a note when that fails."""
+
     def ready() -> bool:
         return tools_speed.unstructured_python() is not None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -118,3 +119,13 @@ def recording_proxy(vllm_url: str) -> Iterator[tuple[str, Any]]:
     proxy = RecordingProxy(vllm_url)
     with run_uvicorn(proxy.app()) as url:
         yield url, proxy
+
+
+@pytest.fixture(scope="session")
+def fault_log() -> Iterator[dict[str, Any]]:
+    """What each fault test saw, by name; written as JSON to ``$DOCSAN_FAULT_REPORT`` at the end (``make faults``)."""
+    seen: dict[str, Any] = {}
+    yield seen
+    target = os.environ.get("DOCSAN_FAULT_REPORT")
+    if target and seen:
+        Path(target).write_text(json.dumps(seen, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

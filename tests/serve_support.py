@@ -8,8 +8,8 @@ forwards, so a test can say exactly what reached the upstream (or that nothing d
 
 from __future__ import annotations
 
-import json
-import threading
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,12 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
+from bench.serve_proc import RecordingProxy, run_uvicorn  # noqa: F401 (the tests' helpers, from one place)
 from docsan.config import Config, config_from_dict
 from docsan.config.runner import EmbeddedConfig
 
@@ -59,28 +55,6 @@ def gateway_config(tmp_path: Path, url: str, *, serve: dict[str, Any] | None = N
 
 
 @contextmanager
-def run_uvicorn(app: Any) -> Iterator[str]:
-    """``app`` served by a real uvicorn on a free loopback port, in a thread; yields its base URL."""
-    # A short graceful shutdown: a test's server must not wait on a client that will never come back.
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-
-
-@contextmanager
 def running_gateway(config: Config, *, config_path: Path | None = None, ready: bool = True) -> Iterator[str]:
     from docsan.serve.app import create_app
 
@@ -99,37 +73,40 @@ def wait_ready(url: str, timeout_s: float = 30) -> None:
     raise RuntimeError(f"{url} not ready: {httpx.get(url + '/ready').text}")
 
 
-class RecordingProxy:
-    """Forwards everything to ``upstream``; records each chat-completions body it passed on."""
+class RedisServer:
+    """A redis-server of a test's own on a fixed free port, which the test may stop and start again (a fault)."""
 
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
-        self.chats: list[dict[str, Any]] = []
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(300, connect=10))
+    def __init__(self, workdir: Path) -> None:
+        from docsan.serve.embedded_upstream import free_port
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/{path:path}", self.forward, methods=["GET", "POST"])])
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
 
-    async def forward(self, request: Request) -> Response:
-        body = await request.body()
-        if request.url.path.endswith("/chat/completions"):
-            self.chats.append(json.loads(body))
-        req = self.client.build_request(
-            request.method, self.upstream + request.url.path, content=body,
-            headers={"content-type": request.headers.get("content-type", "application/json")},
+    def start(self) -> RedisServer:
+        server = shutil.which("redis-server")
+        if server is None:
+            raise RuntimeError("redis-server not installed (scripts/install-system-deps.sh installs it)")
+        self.proc = subprocess.Popen(
+            [server, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        resp = await self.client.send(req, stream=True)
-        headers = {"content-type": resp.headers.get("content-type", "application/json")}
-        if headers["content-type"].startswith("text/event-stream"):
+        import redis
 
-            async def chunks() -> Any:
-                try:
-                    async for chunk in resp.aiter_raw():
-                        yield chunk
-                finally:
-                    await resp.aclose()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if redis.Redis(port=self.port, socket_timeout=1).ping():
+                    return self
+            except redis.RedisError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not start on port {self.port}") from None
+                time.sleep(0.05)
 
-            return StreamingResponse(chunks(), status_code=resp.status_code, headers=headers)
-        data = await resp.aread()
-        await resp.aclose()
-        return Response(data, status_code=resp.status_code, headers=headers)
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()  # an outage, not a shutdown
+            proc.wait(10)

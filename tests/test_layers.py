@@ -12,7 +12,8 @@ bottom first (docs/pipeline.md draws them):
 4. ``extract`` and ``budget``: inputs to documents; token counting and fitting;
 5. ``stages``: every registered pipeline stage;
 6. ``pipeline``, ``config_toml``: running and listing the stages;
-7. ``api``, ``batch``, ``chunking``, ``report_html``: the library's entry points for one input and a batch;
+7. ``api``, ``batch``, ``chunking``, ``report_html``, ``client``: the library's entry points for one input and
+   a batch, and the gateway's sessions protocol on the client side;
 8. ``corpus`` and the ``docsan`` package itself: a batch in worker processes or on Ray, cross-document dedup;
 9. ``runner``, ``schema``, ``adapters``: the shared request path, guard, route, run; the JSON Schemas
    of the outputs; the LangChain and LlamaIndex adapters;
@@ -50,6 +51,7 @@ LAYERS: dict[str, int] = {
     "docsan.batch": 7,
     "docsan.chunking": 7,
     "docsan.report_html": 7,
+    "docsan.client": 7,
     "docsan.corpus": 8,
     "docsan": 8,
     "docsan.runner": 9,

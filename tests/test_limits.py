@@ -120,4 +120,3 @@ def test_text_over_the_size_limit_is_refused_with_the_option_named(fixtures_dir:
         from docsan.extract import load_bytes
 
         load_bytes(src.read_bytes(), "-", ExtractConfig(max_text_mib=0.0001))
-

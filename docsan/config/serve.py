@@ -2,9 +2,38 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MIB = 1024**2
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+class SessionsConfig(BaseModel):
+    """``[serve.sessions]``: histories kept for clients that send only their new messages (docs/sessions.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # "memory": in this gateway process; "redis://host:port/db" (or rediss://, unix://): one Redis that several
+    # gateway replicas share, so a client may land on any of them.
+    store: str = "memory"
+    # Sessions kept at most; past it the least recently used go first (the incident's phones never evicted).
+    max_sessions: int = Field(10_000, gt=0)
+    # Bytes of stored history (its JSON) at most, all sessions together; least recently used go first. A
+    # session is already trimmed to its tier's budget, so 256 MiB holds thousands of full 8k-token histories.
+    max_bytes: int = Field(256 * MIB, gt=0)
+    # A session not used for this long is forgotten (its next delta gets 409 and the client resends).
+    ttl_s: float = Field(3600.0, gt=0)
+    # Redis: one store operation that takes longer fails the request with 503 (never a guessed history).
+    timeout_s: float = Field(1.0, gt=0)
+    # Redis: the prefix of every key the gateway writes (several deployments can share one Redis).
+    key_prefix: str = "docsan:session:"
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        if value != "memory" and not value.startswith(REDIS_SCHEMES):
+            raise ValueError(f'store must be "memory" or a Redis URL (redis://host:port/db), not {value!r}')
+        return value
 
 
 class ServeConfig(BaseModel):
@@ -42,9 +71,18 @@ class ServeConfig(BaseModel):
     stale_after_s: float = Field(5.0, gt=0)
     # Timeout of one poll request.
     poll_timeout_s: float = Field(2.0, gt=0)
+    # Polls in a row that must time out before an upstream counts as down. A refused or reset connection is
+    # down at once; a slow answer is what a busy vLLM on shared cores gives, and one of them turned a healthy
+    # server into 502s for every request (seen at load 20).
+    down_after_timeouts: int = Field(3, ge=1)
     # False: admit by the ledger alone, for an upstream that serves no vLLM /metrics.
     upstream_metrics: bool = True
     # Seconds between the deferred-job drainer's looks at the queue.
     drain_interval_s: float = Field(1.0, gt=0)
     # The embedded upstream (no tier has a base_url): how long its vLLM server may take to answer /health.
     embedded_start_timeout_s: float = Field(600.0, gt=0)
+    # A streamed answer whose client takes no bytes for this long is ended and its KV room released: a client that
+    # opens a stream and never reads it would otherwise hold its reservation (and vLLM's cache) for ever.
+    client_send_timeout_s: float = Field(30.0, gt=0)
+    # Sessions (x-docsan-session): the bounded store of histories for the incremental protocol.
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)

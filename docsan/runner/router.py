@@ -8,6 +8,7 @@ tier that holds it (or refused when a tier was forced).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -104,3 +105,28 @@ def route(
 
 def _ranges(tiers: dict[str, Tier]) -> str:
     return ", ".join(f"{t.name} [{t.min_prompt_tokens}, {t.max_prompt_tokens or '∞'})" for t in tiers.values())
+
+
+def history_budget(
+    tiers: dict[str, Tier],
+    requested_max_tokens: object,
+    *,
+    priority: bool = False,
+    hard_limit: int,
+    model_limits: Mapping[str, int] | None = None,
+) -> int | None:
+    """The most prompt tokens a growing chat history may take and still be served in real time.
+
+    A session's history is trimmed to this (docs/sessions.md): the largest tier that serves the request
+    without deferring it (priority requests may use every tier), below its ``max_prompt_tokens`` and
+    leaving room for the answer. None when no such tier can hold an answer at all.
+    """
+    usable = [t for t in tiers.values() if priority or not t.priority_only] or list(tiers.values())
+    tier = max(usable, key=lambda t: (effective_limit(t, model_limits), t.max_prompt_tokens or math.inf))
+    valid = isinstance(requested_max_tokens, int) and not isinstance(requested_max_tokens, bool)
+    answer = requested_max_tokens if valid and requested_max_tokens > 0 else tier.default_max_tokens
+    assert isinstance(answer, int)
+    budget = min(effective_limit(tier, model_limits), hard_limit) - answer
+    if tier.max_prompt_tokens is not None:
+        budget = min(budget, tier.max_prompt_tokens - 1)
+    return budget if budget > 0 else None

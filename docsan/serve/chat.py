@@ -29,6 +29,8 @@ from docsan.errors import InputError
 from docsan.report import CODES
 from docsan.runner.errors import GuardError, RunnerError
 from docsan.runner.request import Prepared, RequestOptions
+from docsan.runner.router import history_budget
+from docsan.serve import session_flow
 from docsan.serve.chat_body import ChatBody, parse_chat_body, read_body
 from docsan.serve.errors import ApiError, error_body
 from docsan.serve.gateway import Gateway, Snapshot
@@ -40,6 +42,8 @@ PRIORITY_HEADER = "x-docsan-priority"
 # Bodies up to this size are prepared on the event loop: a short chat takes a few milliseconds, less than the
 # hop to a worker thread costs under load. Larger ones go to a thread, so the loop keeps serving the others.
 INLINE_BODY_BYTES = 16 * 1024
+# A session's delta is small but expands into its stored history: that many messages go to a thread too.
+INLINE_MESSAGES = 64
 AUDIT_HEADER = "x-docsan-audit"
 
 
@@ -55,18 +59,26 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     body = parse_chat_body(raw, serve.max_messages)
     _check_model(gw, snap, body.model)
     priority = request.headers.get(PRIORITY_HEADER, "").strip().lower() == "high"
+    turn = await session_flow.begin(gw, request, body.messages, serve.max_messages)
+    limits = gw.model_limits(snap)
     options = RequestOptions(
-        max_tokens=body.max_tokens, priority=priority, tools=body.tools, model_limits=gw.model_limits(snap)
-    )
-    if len(raw) <= INLINE_BODY_BYTES:
-        prepared = _prepare(snap, body, options)
+        max_tokens=body.max_tokens, priority=priority, tools=body.tools, model_limits=limits,
+        budget_tokens=_session_budget(snap, body, priority, limits) if turn is not None else None,
+    )  # fmt: skip
+    messages = turn.messages if turn is not None else body.messages
+    if len(raw) <= INLINE_BODY_BYTES and len(messages) <= INLINE_MESSAGES:
+        prepared = _prepare(snap, messages, options)
     else:
-        prepared = await anyio.to_thread.run_sync(_prepare, snap, body, options)
+        prepared = await anyio.to_thread.run_sync(_prepare, snap, messages, options)
     d = prepared.decision
     up = gw.upstream_for(snap, d.tier)
     upstream_body = _upstream_body(body, prepared, up)
     info = _docsan_info(prepared, request.headers.get(AUDIT_HEADER, "") in ("1", "full", "true"))
     headers = {"x-docsan-tier": d.tier, "x-docsan-tokens-removed": str(prepared.tokens_removed)}
+    if turn is not None:
+        session_headers, note = await session_flow.commit(gw, turn, prepared)
+        headers.update(session_headers)
+        info["notes"].append(note)
     gw.metrics.tokens_removed.labels("cleaning").inc(prepared.tokens_removed_by_cleaning)
     gw.metrics.tokens_removed.labels("budget").inc(prepared.tokens_removed_by_budget)
     if d.deferred:
@@ -88,7 +100,8 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     timing = f"docsan;dur={1000 * overhead:.2f}, queue;dur={1000 * waited:.2f}"
     if body.stream:
         gw.metrics.request_seconds.observe(overhead)
-        return await _stream(gw, up, d.tier, upstream_body, info, reservation, {**headers, "server-timing": timing})
+        headers["server-timing"] = timing
+        return await _stream(gw, up, d.tier, upstream_body, info, reservation, headers, serve.client_send_timeout_s)
     try:
         async with reservation:
             u0 = time.perf_counter()
@@ -109,16 +122,26 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     return out
 
 
-def _prepare(snap: Snapshot, body: ChatBody, options: RequestOptions) -> Prepared:
+def _prepare(snap: Snapshot, messages: list[dict[str, Any]], options: RequestOptions) -> Prepared:
     """The shared request path; its refusals become 400s in OpenAI's shape."""
     try:
-        return snap.path.chat(body.messages, options, source="request")
+        return snap.path.chat(messages, options, source="request")
     except GuardError as err:
         raise ApiError(400, str(err), param=err.param, code=err.code) from None
     except InputError as err:
         raise ApiError(400, err.problem, param="messages", code="invalid_value") from None
     except RunnerError as err:  # the chat template refused the messages (role order, missing fields)
         raise ApiError(400, str(err), param="messages", code="invalid_value") from None
+
+
+def _session_budget(snap: Snapshot, body: ChatBody, priority: bool, limits: dict[str, int]) -> int | None:
+    """A session's history is trimmed to what its largest real-time tier holds (and to runner.budget_tokens)."""
+    run = snap.config.runner
+    budget = history_budget(snap.tiers, body.max_tokens, priority=priority, hard_limit=run.hard_limit,
+                            model_limits=limits)  # fmt: skip
+    if run.budget_tokens is not None:
+        budget = min(budget, run.budget_tokens) if budget is not None else run.budget_tokens
+    return budget
 
 
 def _check_model(gw: Gateway, snap: Snapshot, model: str | None) -> None:
@@ -192,10 +215,28 @@ async def _defer(
 
 async def _post(gw: Gateway, up: Upstream, tier: str, body: dict[str, Any]) -> httpx.Response:
     assert gw.client is not None
-    try:
-        return await gw.client.post(up.api + "/chat/completions", json=body)
-    except httpx.HTTPError as err:
-        raise _upstream_failure(up, tier, err) from None
+    return await _send(gw.client, gw.client.build_request("POST", up.api + "/chat/completions", json=body), up, tier)
+
+
+# What a pooled connection that the upstream closed as idle, in the instant it was reused, looks like: the
+# request did not get an answer on it, so it is sent once more, on a fresh connection.
+_STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+async def _send(client: httpx.AsyncClient, request: httpx.Request, up: Upstream, tier: str, *, stream: bool = False) \
+        -> httpx.Response:  # fmt: skip
+    """The upstream's response (headers only for ``stream``); a transport failure becomes the ApiError naming the
+    tier, after one more try when it looks like a stale keep-alive connection."""
+    for attempt in (1, 2):
+        try:
+            return await client.send(request, stream=stream)
+        except _STALE_CONNECTION as err:
+            if attempt == 2:
+                raise _upstream_failure(up, tier, err) from None
+            log.info("tier %s: %s on a pooled connection to %s; sending once more", tier, type(err).__name__, up.url)
+        except httpx.HTTPError as err:
+            raise _upstream_failure(up, tier, err) from None
+    raise AssertionError("unreachable")
 
 
 def _upstream_failure(up: Upstream, tier: str, err: httpx.HTTPError) -> ApiError:
@@ -250,19 +291,47 @@ async def _until_disconnect(request: Request, work: Awaitable[httpx.Response]) -
     raise ClientGone
 
 
+class _SlowClient(Exception):
+    """The client took no bytes of its stream for ``serve.client_send_timeout_s``."""
+
+
 class _ReleasingStream(StreamingResponse):
     """A stream whose cleanup (close the upstream, release the reservation) runs however the response ends,
-    even when the client is gone before the first byte and the body iterator never starts."""
+    even when the client is gone before the first byte and the body iterator never starts, or never reads.
 
-    def __init__(self, content: AsyncIterator[str], cleanup: Callable[[], Awaitable[None]], **kw: Any) -> None:
+    A client that keeps its connection open without reading fills the socket buffers, and then every write
+    waits: without a limit its reservation, and the sequence in vLLM's cache, would be held for ever (the
+    realistic KV leak). A write that waits longer than ``send_timeout_s`` ends the stream: the upstream
+    request is closed (vLLM aborts it and frees its blocks) and the reservation released.
+    """
+
+    def __init__(
+        self,
+        content: AsyncIterator[str],
+        cleanup: Callable[[bool], Awaitable[None]],
+        send_timeout_s: float,
+        **kw: Any,
+    ) -> None:
         super().__init__(content, media_type="text/event-stream", **kw)
         self.cleanup = cleanup
+        self.send_timeout_s = send_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def bounded(message: Any) -> None:
+            try:
+                await asyncio.wait_for(send(message), self.send_timeout_s)
+            except TimeoutError:
+                raise _SlowClient from None
+
+        slow = False
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, bounded)
+        except* _SlowClient:
+            slow = True
+            log.warning("a stream's client took no bytes for %g s: stream ended, its KV room released",
+                        self.send_timeout_s)  # fmt: skip
         finally:
-            await self.cleanup()
+            await self.cleanup(slow)
 
 
 async def _stream(
@@ -273,16 +342,16 @@ async def _stream(
     info: dict[str, Any],
     reservation: Reservation,
     headers: dict[str, str],
+    send_timeout_s: float,
 ) -> Response:
     assert gw.client is not None
     try:
-        resp = await gw.client.send(
-            gw.client.build_request("POST", up.api + "/chat/completions", json=body), stream=True
-        )
-    except httpx.HTTPError as err:
+        request = gw.client.build_request("POST", up.api + "/chat/completions", json=body)
+        resp = await _send(gw.client, request, up, tier, stream=True)
+    except ApiError:
         reservation.release()
         gw.metrics.requests.labels(tier, "upstream_error").inc()
-        raise _upstream_failure(up, tier, err) from None
+        raise
     if resp.status_code >= 400:
         text = (await resp.aread()).decode("utf-8", "replace")
         await resp.aclose()
@@ -313,9 +382,9 @@ async def _stream(
             yield "data: " + json.dumps(error_body(502, message, code="upstream_error")) + "\n\n"
             yield "data: [DONE]\n\n"
 
-    async def cleanup() -> None:
+    async def cleanup(slow: bool) -> None:
         await resp.aclose()
         reservation.release()
-        gw.metrics.requests.labels(tier, outcome["value"]).inc()
+        gw.metrics.requests.labels(tier, "client_slow" if slow else outcome["value"]).inc()
 
-    return _ReleasingStream(events(), cleanup, headers=headers)
+    return _ReleasingStream(events(), cleanup, send_timeout_s, headers=headers)

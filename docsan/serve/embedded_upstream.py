@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -68,10 +69,20 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 class EmbeddedServer:
     """A vLLM OpenAI server child process on a free loopback port."""
 
-    def __init__(self, cfg: EmbeddedConfig | None = None, *, model_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        cfg: EmbeddedConfig | None = None,
+        *,
+        model_dir: Path | None = None,
+        extra_args: Sequence[str] = (),
+        port: int | None = None,
+    ) -> None:
         self.cfg = cfg or EmbeddedConfig()
+        # More `vllm serve` flags (the replay bench caps a missing max_tokens server-wide with one).
+        self.extra_args = list(extra_args)
         self.model_dir = model_dir or embedded_model_dir()
-        self.port = free_port()
+        # A given port: a server started again where a stopped one was (the fault tests' restart).
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         logs = docsan_home() / "serve"
         logs.mkdir(parents=True, exist_ok=True)
@@ -82,7 +93,7 @@ class EmbeddedServer:
         env = {**os.environ, "VLLM_LOGGING_LEVEL": os.environ.get("VLLM_LOGGING_LEVEL", "INFO")}
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                server_args(self.model_dir, self.cfg, self.port),
+                server_args(self.model_dir, self.cfg, self.port) + self.extra_args,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from docsan.config import Config, load_config
+from docsan.config.serve import SessionsConfig
 from docsan.errors import ConfigError
 from docsan.runner.errors import RunnerError
 from docsan.runner.modelinfo import DTYPE_BYTES, load_model_info
@@ -31,6 +32,7 @@ from docsan.serve.errors import ApiError
 from docsan.serve.ledger import Pool
 from docsan.serve.metrics import Metrics
 from docsan.serve.reload import diff
+from docsan.serve.sessions import SessionStore, open_store
 from docsan.serve.upstream import Upstream
 
 log = logging.getLogger("docsan.serve")
@@ -95,6 +97,7 @@ class Gateway:
         self.client: httpx.AsyncClient | None = None
         self.queue = DeferredQueue(snapshot.config.runner.queue_path)
         self.metrics = Metrics(self.tier_upstreams)
+        self.sessions: SessionStore = open_store(snapshot.config.serve.sessions)
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._reload_lock = asyncio.Lock()
@@ -134,7 +137,9 @@ class Gateway:
         run = self.snapshot.config.runner
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(run.read_timeout_s, connect=run.connect_timeout_s),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            # Idle connections are dropped before vLLM drops them (VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s): reusing one
+            # in the instant the server closes it fails the request (chat.py sends it once more in that case).
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64, keepalive_expiry=2.0),
         )
         if self.embedded is not None and self.owns_embedded:
             # Not awaited: the gateway answers (/health, /ready false, 503 "not ready") while vLLM starts.
@@ -155,6 +160,7 @@ class Gateway:
         self._tasks.clear()
         if self.client is not None:
             await self.client.aclose()
+        await self.sessions.close()
         if self.embedded is not None and self.owns_embedded:
             await asyncio.to_thread(self.embedded.stop)
 
@@ -180,7 +186,7 @@ class Gateway:
                 assert self.client is not None
                 self._pollers[url] = asyncio.create_task(
                     up.run(self.client, interval=serve.poll_interval_s, timeout=serve.poll_timeout_s,
-                           use_metrics=serve.upstream_metrics),
+                           use_metrics=serve.upstream_metrics, down_after_timeouts=serve.down_after_timeouts),
                     name=f"docsan-poll-{url}",
                 )  # fmt: skip
             else:
@@ -204,6 +210,14 @@ class Gateway:
             if task is not None:
                 task.cancel()
             del self.upstreams[url]  # reservations still in flight release into the retired pool object
+
+    async def _sync_sessions(self, old: SessionsConfig, new: SessionsConfig) -> None:
+        """New bounds apply from the next write; a new store (another URL) starts empty, the old one is closed."""
+        if old.store == new.store and old.key_prefix == new.key_prefix:
+            self.sessions.cfg = new
+            return
+        previous, self.sessions = self.sessions, open_store(new)
+        await previous.close()
 
     def _capacity(self, snap: Snapshot, tiers: list[Tier]) -> tuple[int, bool]:
         """(KV tokens, configured?): the config's capacity_tokens, else an estimate the server's report replaces."""
@@ -251,6 +265,7 @@ class Gateway:
             changes = diff(old.config, new.config)
             self.snapshot = new
             self._sync_upstreams(new)
+            await self._sync_sessions(old.config.serve.sessions, new.config.serve.sessions)
             self.drain_wakeup.set()
             log.info("configuration reloaded from %s: %d change(s)", self.config_path, len(changes["changed"]))
             return {"reloaded": True, "config": str(self.config_path), **changes}

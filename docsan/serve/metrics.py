@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from docsan.serve.sessions import PutResult
 from docsan.serve.upstream import Upstream
 
 # Gateway overhead is milliseconds; the top buckets catch an 8k-token document's cleaning.
@@ -74,7 +75,24 @@ class Metrics:
             "docsan_admission_wait_seconds", "time a request waited for KV room", ["tier"],
             buckets=WAIT_BUCKETS, registry=self.registry,
         )  # fmt: skip
+        self.session_requests = Counter(
+            "docsan_session_requests", "session requests by outcome (appended, replaced, mismatch, unavailable, "
+            "not_stored)", ["outcome"], registry=self.registry,
+        )  # fmt: skip
+        self.sessions_evicted = Counter(
+            "docsan_sessions_evicted", "sessions evicted (least recently used, or expired) by this gateway's writes",
+            registry=self.registry,
+        )  # fmt: skip
+        self.sessions = Gauge("docsan_sessions", "sessions in the store after the last write", registry=self.registry)
+        self.session_bytes = Gauge(
+            "docsan_session_bytes", "bytes of stored histories after the last write", registry=self.registry
+        )
         self.registry.register(TierGauges(tiers))
+
+    def observe_store(self, result: PutResult) -> None:
+        self.sessions_evicted.inc(result.evicted)
+        self.sessions.set(result.sessions)
+        self.session_bytes.set(result.bytes)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

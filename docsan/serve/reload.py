@@ -35,6 +35,10 @@ def effective(config: Config) -> dict[str, Any]:
     """The settings as the gateway applies them: built tiers (built-ins merged), not the raw overrides."""
     data = config.model_dump(mode="json")
     data["runner"]["tiers"] = {n: t.model_dump(mode="json") for n, t in build_tiers(config.runner.tiers).items()}
+    store = data["serve"]["sessions"]["store"]
+    if "@" in store:  # redis://user:password@host: the password is not echoed
+        scheme, _, rest = store.partition("://")
+        data["serve"]["sessions"]["store"] = f"{scheme}://<credentials>@{rest.rsplit('@', 1)[1]}"
     for secret in ("api_keys", "admin_token"):
         if data["serve"][secret]:
             data["serve"][secret] = (

@@ -70,6 +70,8 @@ class Upstream:
     last_ok: float | None = None
     last_error: str | None = None
     score: Score | None = None
+    # Polls in a row that timed out (reset by any answer).
+    timeouts: int = 0
     tracker: HealthTracker = field(init=False)
 
     def __post_init__(self) -> None:
@@ -84,8 +86,14 @@ class Upstream:
             self.pool.healthy is True and self.last_ok is not None and time.monotonic() - self.last_ok <= stale_after_s
         )
 
-    async def poll(self, client: httpx.AsyncClient, *, timeout: float, use_metrics: bool) -> None:
-        """One round of /health, /metrics and (until known) /v1/models; never raises."""
+    async def poll(
+        self, client: httpx.AsyncClient, *, timeout: float, use_metrics: bool, down_after_timeouts: int = 1
+    ) -> None:
+        """One round of /health, /metrics and (until known) /v1/models; never raises.
+
+        A poll that times out leaves the upstream as it was until ``down_after_timeouts`` have in a row (its
+        last answer ages meanwhile, and ``stale_after_s`` still judges it); any other failure marks it down.
+        """
         reading = None
         try:
             (await client.get(self.url + "/health", timeout=timeout)).raise_for_status()
@@ -96,15 +104,22 @@ class Upstream:
             if self.served_model is None:
                 await self._learn_model(client, timeout)
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as err:
-            if self.last_error is None:
-                log.warning("upstream %s (%s) is down: %s", self.url, ", ".join(self.tiers), err or type(err).__name__)
+            if isinstance(err, httpx.TimeoutException):
+                self.timeouts += 1
+                if self.timeouts < down_after_timeouts:
+                    return
+            first = self.last_error is None
+            # A time-out's message is empty: its class names it.
             self.last_error = str(err) or type(err).__name__
+            if first:
+                log.warning("upstream %s (%s) is down: %s", self.url, ", ".join(self.tiers), self.last_error)
             self.pool.update(healthy=False, reading=None)
             self.score = self.tracker.observe(self.pool, time.monotonic())
             return
         if self.last_error is not None:
             log.info("upstream %s answers again", self.url)
         self.last_error = None
+        self.timeouts = 0
         self.last_ok = time.monotonic()
         if reading is not None and reading.kv_tokens and not self.capacity_configured:
             self.pool.capacity = reading.kv_tokens
@@ -120,8 +135,10 @@ class Upstream:
             limit = models[0].get("max_model_len")
             self.max_model_len = int(limit) if isinstance(limit, int) else None
 
-    async def run(self, client: httpx.AsyncClient, *, interval: float, timeout: float, use_metrics: bool) -> None:
+    async def run(
+        self, client: httpx.AsyncClient, *, interval: float, timeout: float, use_metrics: bool, down_after_timeouts: int
+    ) -> None:
         """Poll until cancelled."""
         while True:
-            await self.poll(client, timeout=timeout, use_metrics=use_metrics)
+            await self.poll(client, timeout=timeout, use_metrics=use_metrics, down_after_timeouts=down_after_timeouts)
             await asyncio.sleep(interval)
