@@ -375,7 +375,8 @@ options. The raw numbers of this run are in docs/benchmarks.json.
 - **Whole processes.** Each tool runs in a fresh Python process over all the files (bench/tools_speed.py), so
   import time counts, as users feel it. docsan runs as `python -m cli clean --no-ocr -o DIR --report R
   FILES...` (batch mode, one process, the default stages). Its import-only process also builds the
-  pipeline, so the stage modules' imports count as import.
+  pipeline, so the stage modules' imports count as import. docsan's bytecode is compiled before the first
+  run, as installing it would (the children run with PYTHONDONTWRITEBYTECODE).
   Within a run the tools take turns, so a noisy neighbour on this shared machine slows all of them alike;
   min and median over the runs are reported; ratios are against plain PyMuPDF `get_text()` in the same run.
 - **Memory.** Peak resident set size of each child process from `os.wait4` (the kernel's `ru_maxrss` for that

@@ -194,7 +194,9 @@ def _split_paragraphs(lines: list[Line]) -> list[list[Line]]:
         return [lines]
     gaps = [b.bbox[1] - a.bbox[3] for a, b in itertools.pairwise(lines)]
     # Lines side by side (a row of cells) overlap vertically: not a line pitch.
-    stacked = sorted(g for g in gaps if g > -0.5 * min(ln.size for ln in lines))
+    # (The bound is computed once: inside the filter it made long blocks quadratic.)
+    overlap = -0.5 * min(ln.size for ln in lines)
+    stacked = sorted(g for g in gaps if g > overlap)
     if len(stacked) < 2:
         return [lines]
     typical = stacked[len(stacked) // 2]

@@ -91,6 +91,14 @@ def _flag_pattern(flags: tuple[str, ...]) -> str:
     return "\U0001f3f4(?:" + "|".join(regex.escape(s) for s in seqs) + ")\U000e007f" if seqs else "(?!)"
 
 
+# Every character a match of _invisible_pattern can start with (its lookbehinds
+# consume nothing): the flag's black flag, ZWJ, soft hyphen, ESC, the removable
+# characters and the variation selectors. Text without any of them is left as it
+# is by that pattern, and one class search finds that about ten times faster
+# than the alternation, which tries its lookbehinds at every position.
+_INVISIBLE_STARTS = regex.compile(rf"[\U0001f3f4\u200d\u00ad\x1b{REMOVABLE}{VARIATION_SELECTORS}]")
+
+
 def _invisible_pattern(flags: tuple[str, ...]) -> regex.Pattern[str]:
     # Alternation tried at each position: a kept flag sequence (bounded
     # length), a kept ZWJ between emoji (single-character lookarounds), or
@@ -305,7 +313,7 @@ class _Cleaner:
         # an NBSP can complete a mojibake sequence ftfy did not see before.
         for _ in range(_MAX_ROUNDS):
             before = text
-            if self.stage.remove_invisible:
+            if self.stage.remove_invisible and _INVISIBLE_STARTS.search(text):
                 text = self.pattern.sub(tally.drop, text)
             text = self._ftfy(text, tally.fixes)
             if self.stage.unify_spaces:
