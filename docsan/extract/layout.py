@@ -94,8 +94,16 @@ class TextBox:
                 continue
             kept.append(ln)
             sizes[ln.size] = sizes.get(ln.size, 0) + n
+            # Comparisons, not min()/max() calls: this runs for every line of every page.
             bx0, by0, bx1, by1 = ln.bbox
-            x0, y0, x1, y1 = min(x0, bx0), min(y0, by0), max(x1, bx1), max(y1, by1)
+            if bx0 < x0:
+                x0 = bx0
+            if by0 < y0:
+                y0 = by0
+            if bx1 > x1:
+                x1 = bx1
+            if by1 > y1:
+                y1 = by1
         if not kept:
             return None
         # On equal counts max() keeps the size seen first (the earlier line).
@@ -257,11 +265,15 @@ def read_page(
         shown: list[Line] = []
         hidden: list[Line] = []
         for line in b["lines"]:
-            vis_spans, hid_spans = [], []
-            white_line: list[str] | None = None  # most lines have no white text: no list for them
-            line_y = (line["bbox"][1] + line["bbox"][3]) / 2
-            for s in line["spans"]:
+            spans = line["spans"]
+            vis_spans = []
+            # Most lines have no hidden or white text: no lists for them.
+            hid_spans: list[dict] | None = None
+            white_line: list[str] | None = None
+            for s in spans:
                 if is_hidden(s):
+                    if hid_spans is None:
+                        hid_spans = []
                     hid_spans.append(s)
                     continue
                 if _is_white(s["color"]) and s["text"].strip():
@@ -275,15 +287,18 @@ def read_page(
                         white_line.append(s["text"])
                         continue
                 vis_spans.append(s)
-                if keep_spans:
-                    out.spans.append(Span(s["text"], tuple(s["bbox"]), line_y))  # type: ignore[arg-type]
             if white_line:
                 out.white.append("".join(white_line).strip())
-            whole = len(vis_spans) == len(line["spans"])
-            for spans, target in ((vis_spans, shown), (hid_spans, hidden)):
-                if spans:
-                    target.append(_line(spans, tuple(line["bbox"]) if whole and target is shown else None))
+            if vis_spans:
+                if keep_spans:
+                    line_y = (line["bbox"][1] + line["bbox"][3]) / 2
+                    out.spans += [Span(s["text"], tuple(s["bbox"]), line_y) for s in vis_spans]  # type: ignore[arg-type]
+                shown.append(_line(vis_spans, tuple(line["bbox"]) if len(vis_spans) == len(spans) else None))
+            if hid_spans:
+                hidden.append(_line(hid_spans, None))
         for lines, target_list in ((shown, out.visible), (hidden, out.hidden)):
+            if not lines:
+                continue
             for group in (p for col in _split_columns(lines) for p in _split_paragraphs(col)):
                 box = TextBox.of(group)
                 if box is not None:
