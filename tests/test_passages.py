@@ -144,6 +144,13 @@ def test_a_bullet_read_as_a_stop_starts_a_sentence() -> None:
     assert cut == {2: [EN_B]}
 
 
+def test_a_bullet_read_as_a_stop_opening_a_paragraph_starts_a_sentence() -> None:
+    # The bench's en-5p-1: the copied list's first item opens its paragraph with the "!" bullet.
+    items = f"! {EN_B} ! The provider must act at once upon proper notice of a claim."
+    cut = removed([items, "Filler between them.", "Something new.", f"! {EN_B} ! Something new."], min_weight=60)
+    assert cut == {3: [EN_B]}
+
+
 def test_short_repeats_stay() -> None:
     sentence = "See the instructions for line 8 on page 12."
     assert removed([f"{sentence} One thing.", "Another paragraph.", f"Two things. {sentence}"]) == {}

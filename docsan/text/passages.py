@@ -117,7 +117,10 @@ class _Running:
             return True
         if not (self.latin_stop[u] and self.gap[v]) or self.text[v].islower():
             return False
-        if self.gap[u] and u >= 1 and self.owner[u - 1] == self.owner[u]:
+        if self.gap[u] and (u == 0 or self.owner[u - 1] != self.owner[u]):
+            # The same bullet opening a paragraph ("! Title I, the ..."): the sentence starts after it.
+            return True
+        if self.gap[u] and self.owner[u - 1] == self.owner[u]:
             # A stop standing alone after a sentence end ("below. ! If the provider"): a list's bullet
             # that the extractor read as "!" from a symbol font. The sentence ended before it.
             return bool(self.cjk_stop[u - 1]) or (bool(self.latin_stop[u - 1]) and self._ends_word(u - 1))
