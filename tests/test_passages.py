@@ -111,6 +111,20 @@ def test_a_short_passage_split_by_an_inserted_sentence_goes_when_its_pieces_weig
     assert cut == {2: [first, second]}
 
 
+def test_a_light_copy_pasted_against_a_cut_copy_goes_with_it() -> None:
+    # The bench's en-1p-2: a heading and its first sentence (lighter than min_weight) pasted
+    # right after a copy of another place. Touching a copy that goes, it is part of the paste;
+    # the same light repeat standing among new text stays (test_short_repeats_stay).
+    heading = "5.1.2 Data sources"
+    light = "The export job writes one archive per knowledge base every night."
+    source = f"{EN_A} {EN_B}"
+    paragraphs = [heading, f"{light} Something else follows it here.", source, f"{EN_A} {heading} {light}"]
+    cut = removed(paragraphs, piece_weight=40)
+    assert cut == {3: [EN_A, f"{heading} {light}"]}
+    kept = [heading, f"{light} Something else follows it here.", source, f"{EN_A} Something new. {heading} {light}"]
+    assert removed(kept, piece_weight=40) == {3: [EN_A]}
+
+
 def test_lists_that_share_some_items_stay() -> None:
     # The IRS instructions' two lists of education benefits: two items alike, a different one
     # between them in each list. Light pieces with other text in both gaps are not one copy.
@@ -128,6 +142,13 @@ def test_a_bullet_read_as_a_stop_starts_a_sentence() -> None:
     bullets = f"! {EN_A} ! {EN_B} ! The provider must act at once upon proper notice of a claim."
     cut = removed([bullets, "Filler between them.", f"Then the copy: {EN_B} ! Something new."], min_weight=60)
     assert cut == {2: [EN_B]}
+
+
+def test_a_bullet_read_as_a_stop_opening_a_paragraph_starts_a_sentence() -> None:
+    # The bench's en-5p-1: the copied list's first item opens its paragraph with the "!" bullet.
+    items = f"! {EN_B} ! The provider must act at once upon proper notice of a claim."
+    cut = removed([items, "Filler between them.", "Something new.", f"! {EN_B} ! Something new."], min_weight=60)
+    assert cut == {3: [EN_B]}
 
 
 def test_short_repeats_stay() -> None:

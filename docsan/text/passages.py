@@ -117,7 +117,10 @@ class _Running:
             return True
         if not (self.latin_stop[u] and self.gap[v]) or self.text[v].islower():
             return False
-        if self.gap[u] and u >= 1 and self.owner[u - 1] == self.owner[u]:
+        if self.gap[u] and (u == 0 or self.owner[u - 1] != self.owner[u]):
+            # The same bullet opening a paragraph ("! Title I, the ..."): the sentence starts after it.
+            return True
+        if self.gap[u] and self.owner[u - 1] == self.owner[u]:
             # A stop standing alone after a sentence end ("below. ! If the provider"): a list's bullet
             # that the extractor read as "!" from a symbol font. The sentence ended before it.
             return bool(self.cjk_stop[u - 1]) or (bool(self.latin_stop[u - 1]) and self._ends_word(u - 1))
@@ -285,14 +288,14 @@ def find_passages(
         found = found + find_copies(codes, min_weight=low, **common)
     snapped = [(c, int(weight[c.end] - weight[c.start])) for c in sorted(found, key=lambda c: c.start)]
     out = []
-    for copy, w in _pieces_of_copies(snapped, min_weight, low, max_edit):
+    for copy, w in _pieces_of_copies(snapped, min_weight, low, max_edit, weight):
         source = _pieces(run, copy.source, copy.source + copy.length)
         out.append(Passage(_pieces(run, copy.start, copy.end), source, w))
     return out
 
 
 def _pieces_of_copies(
-    copies: list[tuple[Copy, int]], min_weight: float, piece_weight: float, max_edit: int
+    copies: list[tuple[Copy, int]], min_weight: float, piece_weight: float, max_edit: int, weight: np.ndarray
 ) -> list[tuple[Copy, int]]:
     """The copies heavy enough, and the lighter ones that are pieces of one copy heavy enough in all.
 
@@ -306,7 +309,10 @@ def _pieces_of_copies(
     passage of two sentences with a sentence inserted leaves two light
     pieces, while two lists that share some items and differ in the others
     (the IRS instructions' two lists of education benefits) have different
-    text in both gaps, and stay. One pass over neighbours: linear in the copies.
+    text in both gaps, and stay. Last, a light piece that touches a chosen copy (nothing but
+    whitespace and punctuation between them: ``weight``, the cumulative weights, is flat there)
+    goes with it, whatever its source (:func:`_choose_touching`). One pass over neighbours:
+    linear in the copies.
     """
     chosen = [w >= min_weight for _, w in copies]
     k = 0
@@ -324,7 +330,33 @@ def _pieces_of_copies(
         else:
             _choose_insertions(copies, k, j, min_weight, chosen)
         k = j
+    _choose_touching(copies, piece_weight, weight, chosen)
     return [c for c, keep in zip(copies, chosen, strict=True) if keep]
+
+
+def _choose_touching(
+    copies: list[tuple[Copy, int]], piece_weight: float, weight: np.ndarray, chosen: list[bool]
+) -> None:
+    """Choose the light pieces that touch a chosen copy, in a chain of touching pieces that holds one.
+
+    A passage pasted as several copies of different places (a heading and
+    its first sentence pasted right after another copied passage) leaves
+    the pieces lighter than ``min_weight`` behind, each an exact copy of
+    earlier text: standing between copies being cut, they are part of the
+    same paste. A light exact repeat that touches no cut copy is ordinary
+    writing and stays. One pass each way: linear in the copies.
+    """
+
+    def touching(a: Copy, b: Copy) -> bool:
+        return a.end <= b.start and weight[b.start] == weight[a.end]
+
+    for order in (range(1, len(copies)), range(len(copies) - 2, -1, -1)):
+        for k in order:
+            n = k - 1 if order.step == 1 else k + 1
+            if chosen[k] or not chosen[n] or copies[k][1] < piece_weight:
+                continue
+            first, second = (copies[n][0], copies[k][0]) if n < k else (copies[k][0], copies[n][0])
+            chosen[k] = touching(first, second)
 
 
 def _choose_insertions(copies: list[tuple[Copy, int]], k: int, j: int, min_weight: float, chosen: list[bool]) -> None:
