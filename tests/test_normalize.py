@@ -12,7 +12,7 @@ import unicodedata
 
 import pytest
 import regex
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import docsan
@@ -279,6 +279,16 @@ def test_cleaning_is_idempotent_and_removes_every_invisible_character(text: str)
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(TEXTS, min_size=1, max_size=3), min_size=1, max_size=3))
+# Found by this test: a paragraph joined across a page break read otherwise once whole (its last line grew).
+@example(
+    pages=[
+        [
+            "1. a list item\n\u12b1\U0001f3f4"  # a flag emoji: its tag sequence below
+            "\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f费用 分 类 说明 "
+        ],
+        ["\u3400"],
+    ]
+)
 def test_pdf_blocks_clean_idempotently_and_the_input_is_untouched(pages: list[list[str]]) -> None:
     doc = Document(
         pages=tuple(

@@ -164,6 +164,11 @@ class Reflow:
         blocks: list[list[Block]] = [[] for _ in doc.pages]
         for i, block, sources, text, counts, crossed in out:
             page = doc.pages[i]
+            if crossed:
+                # The joined paragraph read once more as one block, as the next clean would read it: its
+                # lines' widths changed with the seam (a short half's last line grew), so a wrap judged on
+                # one half alone can read otherwise on the whole (cleaning twice must change nothing).
+                text = self.block_text(block.with_text(text), vocab, counts)
             if counts or crossed:
                 stats["blocks_reflowed"] += 1
                 stats.update(counts)
@@ -241,6 +246,9 @@ class Reflow:
         if len(lines) < 2 or widest < (self.plain_min_wrap_width if plain else self.min_wrap_width):
             return text
         out: list[str] = []
+        # Tallied apart: a text file's paragraph that turns out to be typed line by line is kept as it
+        # was, and what was joined before that was seen must not be reported as done.
+        done: Counter[str] = Counter()
         run = [lines[0]]
         for prev_width, line in zip(widths, lines[1:], strict=False):
             if (
@@ -249,7 +257,7 @@ class Reflow:
                 or _ends_own_line(run[-1])
                 or (plain and (_SPEAKER.match(line) or run[-1].lstrip().startswith(_OWN_LINE_STARTS)))
             ):
-                out.append(self._join_run(run, vocab, counts))
+                out.append(self._join_run(run, vocab, done))
                 out.append("\n")
                 run = [line]
             elif prev_width + 1 + display_width(_first_word(line)) <= self.fit_ratio * widest:
@@ -259,13 +267,14 @@ class Reflow:
                 # change the widths a second pass judges by).
                 if plain:
                     return text
-                out.append(self._join_run(run, vocab, counts))
+                out.append(self._join_run(run, vocab, done))
                 out.append("\n\n")
-                counts["paragraph_breaks"] += 1
+                done["paragraph_breaks"] += 1
                 run = [line]
             else:
                 run.append(line)
-        out.append(self._join_run(run, vocab, counts))
+        out.append(self._join_run(run, vocab, done))
+        counts.update(done)
         return "".join(out)
 
     def _join_run(self, lines: list[str], vocab: _Vocabulary | None, counts: Counter[str]) -> str:
