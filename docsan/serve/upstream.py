@@ -87,7 +87,7 @@ class Upstream:
         )
 
     async def poll(
-        self, client: httpx.AsyncClient, *, timeout: float, use_metrics: bool, down_after_timeouts: int = 1
+        self, client: httpx.AsyncClient, *, timeout: float, use_metrics: bool, down_after_timeouts: int
     ) -> None:
         """One round of /health, /metrics and (until known) /v1/models; never raises.
 
