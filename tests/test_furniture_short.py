@@ -205,3 +205,31 @@ def test_a_footer_printed_on_the_page_number_s_line_goes_even_on_one_page(tmp_pa
     ]
     # Beside a figure no rule confirms as a page number, the line is the page's own.
     assert _removed(_pdf(tmp_path / "j.pdf", 1, None, footer=lambda n: footer, number=lambda n: "251")) == []
+
+
+SHORT_CORPUS = [
+    "schools_major_contribution_report_5p.pdf",
+    "jal_traffic_data_tables_5p.pdf",
+    "zh_resume_near_duplicate_paragraphs_2p.pdf",
+    "zh_anhui_land_use_standard_tables_1p.pdf",
+    "zh_yancheng_bond_prospectus_tables_1p.pdf",
+    "la_precinct_bulletin_2014_p1.pdf",
+    "nics_background_checks_2015_11.pdf",
+]
+
+
+@pytest.mark.parametrize("name", SHORT_CORPUS)
+def test_the_corpus_s_short_documents_keep_their_titles_and_first_lines(corpus: Path, name: str) -> None:
+    # The rules that one break or one printed line shows fire on none of them, and the first line
+    # stays unless it recurs as a running head over a run of pages (the schools report's, sideways).
+    doc = load(corpus / name, ExtractConfig(ocr="never"))
+    result = Furniture()(doc)
+    codes = {c.code for c in result.changes}
+    assert not codes & {
+        "furniture.short.beside_page_number",
+        "furniture.short.mid_paragraph_header",
+        "furniture.short.mid_paragraph_footer",
+    }
+    first = next(line for line in doc.pages[0].text.splitlines() if line.strip())
+    how = {c.code for c in result.changes if c.page == 1 and c.text.strip() == first.strip()}
+    assert first in result.document.pages[0].text or how == {"furniture.running_header"}
