@@ -113,6 +113,9 @@ _REASONS = {
     SHORT_MID_PARAGRAPH_FOOTER: "running footer (short document: a paragraph runs on across it, beside furniture)",
 }
 _NUMBER_CODES = (PAGE_NUMBER, SHORT_PAGE_NUMBER)
+# Blocks between a page edge and its text that rule 5 of _short_document looks at: a head or a
+# footer is a few lines, with a page number; a page of many tiny blocks at its edge costs no more.
+_MAX_EDGE_BLOCKS = 6
 # Dashes around a bare number ("- 3 -", "— 3 —"): set off as a page number, whatever its value.
 _DASHED = regex.compile(r"[-–—]\s{0,3}\d{1,5}\s{0,3}[-–—]")
 _OF_TOTAL = regex.compile(r"\d{1,5}\s{0,3}/\s{0,3}(\d{1,5})")
@@ -677,13 +680,15 @@ def _beside_page_number(page: Page, lines: _PageLines, taken: dict[Where, Change
     for c in lines.candidates:
         if c.where in taken or not c.has_geometry or not c.size or not _LETTER.search(c.key):
             continue
-        if c.key in lines.body_keys or not _outermost(page, c, {**taken, **out}):
-            continue
-        for n in numbers:
-            same_row = abs(n.pos - c.pos) * (page.height or 0.0) <= 0.5 * max(n.size or 0.0, c.size)
-            if n.band == c.band and same_row and abs(n.size - c.size) <= 0.15 * n.size:
-                out[c.where] = SHORT_BESIDE_PAGE_NUMBER
-                break
+        beside = any(
+            n.band == c.band
+            and abs(n.pos - c.pos) * (page.height or 0.0) <= 0.5 * max(n.size or 0.0, c.size)
+            and abs((n.size or 0.0) - c.size) <= 0.15 * c.size
+            for n in numbers
+        )
+        # The geometry first: only a line on a number's row pays for the look at the page's other blocks.
+        if beside and c.key not in lines.body_keys and _outermost(page, c, {**taken, **out}):
+            out[c.where] = SHORT_BESIDE_PAGE_NUMBER
     return out
 
 
@@ -711,7 +716,7 @@ def _edge_blocks(
         half = block.with_text("\n".join(kept)) if any(line.strip() for line in kept) else None
         at_edge = all(w in taken or w[1:] in edge for w in keyed)
         out.append((keyed, at_edge, half))
-        if not at_edge:
+        if not at_edge or len(out) > _MAX_EDGE_BLOCKS:
             break
     return out
 
