@@ -181,6 +181,16 @@ def test_a_line_between_the_halves_that_ends_a_sentence_is_the_text_s(corpus: Pa
     assert not any(code.startswith("furniture.short.mid_paragraph") for code, _, _ in _removed(path))
 
 
+def test_a_footnote_between_the_halves_stays(corpus: Path, tmp_path: Path) -> None:
+    first, second = _dmca_paragraphs(corpus)[:2]
+    head, rest = _cut(second)
+    note = "1 See section 1201 of the Copyright Act, as amended in October 1998"
+    path = tmp_path / "note.txt"
+    path.write_text(_text_pages([["Annual Report 2023", first, head, note, "1"], ["Chapter 2", rest, "2"]]), "utf-8")
+    removed = {t for _, _, t in _removed(path)}
+    assert note not in removed and "Chapter 2" not in removed
+
+
 def test_a_short_last_page_keeps_its_footer_block_at_the_edge(corpus: Path, tmp_path: Path) -> None:
     paragraphs = _dmca_paragraphs(corpus)
     footer = "Confidential - for internal use only"

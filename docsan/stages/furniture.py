@@ -113,6 +113,9 @@ _REASONS = {
     SHORT_MID_PARAGRAPH_FOOTER: "running footer (short document: a paragraph runs on across it, beside furniture)",
 }
 _NUMBER_CODES = (PAGE_NUMBER, SHORT_PAGE_NUMBER)
+# How a footnote starts ("1 See 17 U.S.C. 1201", "* Unaudited", "† In thousands"): between the halves
+# of a paragraph at a page's foot it is the page's text, not its furniture (rule 5 of _short_document).
+_NOTE_MARK = regex.compile(r"[\d*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰]")
 # Blocks between a page edge and its text that rule 5 of _short_document looks at: a head or a
 # footer is a few lines, with a page number; a page of many tiny blocks at its edge costs no more.
 _MAX_EDGE_BLOCKS = 6
@@ -497,6 +500,7 @@ class Furniture:
            page's first block goes on with it, as reflow joins them), next
            to furniture already found at that break: a heading or a
            caption does not stand inside a sentence, a running head does.
+           Not a line that ends a sentence or starts like a footnote.
         """
         out: dict[Where, ChangeCode] = {}
         for lines in pages:
@@ -539,11 +543,13 @@ class Furniture:
             new = [w for w in between if w not in taken]
             if not new or len(new) == len(between):
                 continue  # nothing to remove, or no furniture confirmed at this break
-            texts = [doc.pages[w[0]].blocks[w[1]].text.split("\n")[w[2]].rstrip() for w in new]
-            if any(not _LETTER.search(t) or t[-1] in ENDS_SENTENCE for t in texts):
-                continue  # a figure or a number no rule confirmed; a sentence's end (the paragraph's own)
+            texts = [doc.pages[w[0]].blocks[w[1]].text.split("\n")[w[2]].strip() for w in new]
+            if any(not _LETTER.search(t) or t[-1] in ENDS_SENTENCE or _NOTE_MARK.match(t) for t in texts):
+                continue  # a figure or a number no rule confirmed; a sentence's end; a footnote
             left, right = tail[i][2], head[j][2]
-            if left is None or right is None or not continues_on_next_page(left, right, FIT_RATIO):
+            if left is None or right is None or (tail[i][1] and _NOTE_MARK.match(left.text.lstrip())):
+                continue  # a footnote at the page's foot is no first half: the paragraph is above it
+            if not continues_on_next_page(left, right, FIT_RATIO):
                 continue
             return {w: SHORT_MID_PARAGRAPH_FOOTER if w[0] == pi else SHORT_MID_PARAGRAPH_HEADER for w in new}
         return {}
