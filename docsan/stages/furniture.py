@@ -529,9 +529,9 @@ class Furniture:
     ) -> dict[Where, ChangeCode]:
         """Rule 5 of _short_document at the break after page ``pi``.
 
-        Each half is tried as the nearest body block to the break and the one after it: a
-        paragraph's one-line end at the foot of a page is an edge line as much as a footer is.
-        The fewest lines between the halves win.
+        Each half is tried as each block from the break inwards that stands at the edge, and the
+        first that does not: a paragraph's one-line end at the foot of a page is an edge line as
+        much as a footer is. The fewest blocks between the halves win.
         """
         tail = _edge_blocks(doc.pages[pi], pages[pi], pi, "bottom", taken)
         head = _edge_blocks(doc.pages[pi + 1], pages[pi + 1], pi + 1, "top", taken)
