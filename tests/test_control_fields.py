@@ -78,6 +78,7 @@ def test_clean_on_a_chat_file_escapes_tool_call_arguments_and_keeps_them_json(tm
     found = {(c["code"], c["reason"], c["page"], c["text"]) for c in stage["changes"]}
     assert found == {
         ("special_tokens.escaped", "control token escaped in tool_calls", 2, USER),
+        ("special_tokens.escaped", "chatml control token escaped in tool_calls", 2, "<|im_start|>"),
         ("special_tokens.escaped", "control token escaped in name", 4, USER),
         ("special_tokens.escaped", "control token escaped in tools", 0, EOS),
     }

@@ -14,31 +14,42 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.budget.control_fields import neutralise_json, neutralise_message_fields
-from docsan.budget.control_tokens import Action, Guard, guard_for_spec, neutralise_with
+from docsan.budget.control_tokens import DEFAULT_FAMILIES, Action, Guard, guard_for_spec, neutralise_with
+from docsan.budget.template_markers import TEMPLATE_MARKERS
 from docsan.budget.tokenizer import resolve_tokenizer_file
 from docsan.model import Block, Cell, ChangeKind, ChatRequest, Document
 from docsan.render import table_text
 from docsan.report import Change, ChangeCode, StageResult
 
 ESCAPED = ChangeCode(
-    "special_tokens.escaped", ChangeKind.REWRITTEN, "text spelling a control token of the served model, escaped"
+    "special_tokens.escaped",
+    ChangeKind.REWRITTEN,
+    "text spelling a control token of the served model or a well-known chat template, escaped",
 )
 REMOVED = ChangeCode(
-    "special_tokens.removed", ChangeKind.REMOVED, "text spelling a control token of the served model, removed"
+    "special_tokens.removed",
+    ChangeKind.REMOVED,
+    "text spelling a control token of the served model or a well-known chat template, removed",
 )
 
 
 def token_changes(found: list[str], page: int, guard: Guard, action: Action, where: str = "") -> list[Change]:
-    """One change per control-token spelling found; the reason names the request field (``where``) it was in
-    when the text was not a message's text."""
+    """One change per control-token spelling found; the reason names a template marker's family and, when
+    the text was not a message's text, the request field (``where``) it was in."""
     at = f" in {where}" if where else ""
-    if action == "remove":
-        return [REMOVED.change(f"control token removed{at}", page, token) for token in found]
-    return [ESCAPED.change(f"control token escaped{at}", page, t, replacement=guard.escaped[t]) for t in found]
+    out = []
+    for token in found:
+        family = guard.families.get(token)
+        what = f"{family} control token" if family else "control token"
+        if action == "remove":
+            out.append(REMOVED.change(f"{what} removed{at}", page, token))
+        else:
+            out.append(ESCAPED.change(f"{what} escaped{at}", page, token, replacement=guard.escaped[token]))
+    return out
 
 
 @pydantic_dataclass(config=ConfigDict(extra="forbid"), frozen=True)
@@ -52,6 +63,18 @@ class SpecialTokens:
     # escape keeps the text readable (a pasted chat log stays a chat log);
     # remove gives the model nothing that looks like a control token.
     action: Action = "escape"
+    # The chat templates whose control markers are guarded beside the tokenizer's own (the table in
+    # docsan/budget/template_markers.py): a cleaned text can reach another model than the tokenizer's.
+    # Empty: the tokenizer's own tokens only.
+    template_markers: tuple[str, ...] = DEFAULT_FAMILIES
+
+    @field_validator("template_markers")
+    @classmethod
+    def _known_families(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [f for f in value if f not in TEMPLATE_MARKERS]
+        if unknown:
+            raise ValueError(f"unknown template {unknown[0]!r} (known: {', '.join(TEMPLATE_MARKERS)})")
+        return value
 
     def __post_init__(self) -> None:
         resolve_tokenizer_file(self.tokenizer)  # a bad path fails when the pipeline is built, not per file
@@ -59,7 +82,7 @@ class SpecialTokens:
     @property
     def guard(self) -> Guard:
         """The guard this stage applies (the gateway guards a request's ``tools`` and a question with it too)."""
-        return guard_for_spec(self.tokenizer)
+        return guard_for_spec(self.tokenizer, self.template_markers)
 
     def __call__(self, doc: Document) -> StageResult:
         guard = self.guard
