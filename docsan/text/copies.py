@@ -51,11 +51,21 @@ class Copy:
 
 
 def first_occurrences(hashes: np.ndarray) -> np.ndarray:
-    """For each position, the first position holding the same hash (itself when it is the first)."""
-    order = np.argsort(hashes, kind="stable")
-    ordered = hashes[order]
+    """For each position, the first position holding the same hash (itself when it is the first).
+
+    ``hashes`` are window hashes (below 2**31) or unique negatives down to
+    ``-hashes.size``. Each is sorted together with its position as one int64
+    key (hash + size above, position below: under 2**63 for any size below
+    2**31, far past what a document holds), so a plain sort, several times
+    faster than a stable argsort, orders equal hashes by position.
+    """
+    n = hashes.size
+    bits = max(1, n.bit_length())
+    keys = np.sort((hashes + n) << bits | np.arange(n, dtype=np.int64))
+    order = keys & ((1 << bits) - 1)
+    ordered = keys >> bits
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    counts = np.diff(np.concatenate((starts, [ordered.size])))
+    counts = np.diff(np.concatenate((starts, [n])))
     first = np.empty_like(order)
     first[order] = np.repeat(order[starts], counts)
     return first
@@ -90,9 +100,8 @@ def find_copies(
     # Hashes are >= 0: a unique negative makes a window that holds a barred element match nothing.
     hashes = np.where(barred, -1 - np.arange(hashes.size), hashes)
     first = first_occurrences(hashes)
-    anchors = np.arange(0, hashes.size, window)
-    anchors = anchors[first[anchors] < anchors]
     weight = np.concatenate(([0.0], np.cumsum(weights, dtype=np.float64)))
+    anchors = _heavy_anchors(first, window, weight, min_weight)
     rev = codes[::-1]
     taken = np.zeros(n, dtype=bool)  # positions inside a reported copy
     out: list[Copy] = []
@@ -130,6 +139,27 @@ def find_copies(
         # Even when narrowing left nothing: the anchors inside would only find this copy again.
         done = start + length
     return out
+
+
+def _heavy_anchors(first: np.ndarray, window: int, weight: np.ndarray, min_weight: float) -> np.ndarray:
+    """The anchors (every ``window``-th position) whose window occurred earlier and that can be in a heavy copy.
+
+    Every window of a copy occurred earlier (at its source), so a copy lies
+    within one run of such windows plus a window's length; a run too light
+    for ``min_weight`` (``weight``: cumulative weights) holds none, and the
+    anchors in it are dropped before any comparison (most hash hits are
+    phrases a few words long).
+    """
+    repeated = np.zeros(first.size + 2, dtype=np.int8)
+    repeated[1:-1] = first < np.arange(first.size)
+    edges = np.diff(repeated)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    if not starts.size:
+        return starts
+    heavy = weight[ends - 1 + window] - weight[starts] >= min_weight
+    anchors = np.arange(0, first.size, window)
+    run = np.maximum(np.searchsorted(starts, anchors, side="right") - 1, 0)
+    return anchors[(starts[run] <= anchors) & (anchors < ends[run]) & heavy[run]]
 
 
 def _stretches(kept: np.ndarray | None, start: int, end: int) -> list[tuple[int, int]]:
