@@ -158,27 +158,41 @@ def _char_table(unique: np.ndarray) -> tuple[np.ndarray, ...]:
     return space, weight, cjk, latin, closer
 
 
+def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for code points, by a table over the code space (no sort)."""
+    present = np.zeros(int(codes.max(initial=0)) + 1, dtype=bool)
+    present[codes] = True
+    return np.flatnonzero(present), (np.cumsum(present, dtype=np.int64) - 1)[codes]
+
+
 def _running(entries: Sequence[Entry]) -> _Running | None:
     keys: list[Hashable] = []
     keeps: list[bool] = []
-    codes, owner, orig = [], [], []
+    # The entries' texts joined and encoded at once; a separator is one element (code, owner and offset -1).
+    texts: list[str] = []
+    owners: list[int] = []
+    bases: list[int] = []
     for key, text, base, keep in entries:
         if text is None:
-            if codes:
-                codes.append(np.array([-1], dtype=np.int64))
-                owner.append(np.array([-1], dtype=np.int64))
-                orig.append(np.array([-1], dtype=np.int64))
+            if texts:
+                texts.append("\0")
+                owners.append(-1)
+                bases.append(-1)
             continue
-        arr = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
-        codes.append(arr)
-        owner.append(np.full(arr.size, len(keys), dtype=np.int64))
-        orig.append(base + np.arange(arr.size, dtype=np.int64))
+        texts.append(text)
+        owners.append(len(keys))
+        bases.append(base)
         keys.append(key)
         keeps.append(keep)
-    if not codes:
+    if not texts:
         return None
-    all_codes, all_owner, all_orig = np.concatenate(codes), np.concatenate(owner), np.concatenate(orig)
-    unique, inverse = np.unique(np.maximum(all_codes, 0), return_inverse=True)
+    all_codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    all_owner = np.repeat(np.array(owners, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    all_orig = np.arange(all_codes.size, dtype=np.int64) - np.repeat(starts - np.array(bases, dtype=np.int64), lengths)
+    all_codes[all_owner < 0] = -1
+    unique, inverse = _distinct(np.maximum(all_codes, 0))
     space, weight, cjk, latin, closer = _char_table(unique)
     keep = ~space[inverse] | (all_codes < 0)
     inverse, view, view_owner, view_orig = inverse[keep], all_codes[keep], all_owner[keep], all_orig[keep]
