@@ -9,7 +9,7 @@ way; numbers join the segment they stand in ("降低17%" stays CJK).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import regex
 
@@ -35,16 +35,14 @@ class Shingled:
     # are compared by their normalised text, never by MinHash (otherwise
     # they would all share a degenerate signature).
     has_ngrams: bool
+    # Letters and digits, a CJK character counting CJK_WEIGHT; spaces and punctuation not at all.
+    # The weight puts "the same amount of text" at about the same length in both scripts, so one
+    # ``min_chars`` serves both. Counted once here: the stage reads it for every unit in every round.
+    length: int = field(init=False, compare=False)
 
-    @property
-    def length(self) -> int:
-        """Letters and digits, a CJK character counting CJK_WEIGHT; spaces and punctuation not at all.
-
-        The weight puts "the same amount of text" at about the same length in
-        both scripts, so one ``min_chars`` serves both.
-        """
+    def __post_init__(self) -> None:
         cjk = len(_ANY_CJK.findall(self.normalized))
-        return len(self.normalized) - self.normalized.count(" ") + (CJK_WEIGHT - 1) * cjk
+        object.__setattr__(self, "length", len(self.normalized) - self.normalized.count(" ") + (CJK_WEIGHT - 1) * cjk)
 
 
 def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
