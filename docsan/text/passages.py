@@ -107,6 +107,9 @@ class _Running:
     latin_stop: np.ndarray
     closer: np.ndarray
     gap: np.ndarray  # gap[v]: whitespace or an entry boundary before view position v (True at both ends)
+    # may_start[v] (v in [0, n]): False where boundary(v) is surely False (no entry edge, no stop before v),
+    # so that _snap asks boundary() only where one can be.
+    may_start: np.ndarray
 
     def sentence_end(self, v: int) -> bool:
         """Does a sentence end right before view position v (0 < v < n)?"""
@@ -203,6 +206,12 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
     gap = np.ones(n + 1, dtype=bool)
     gap[1:n] = (view_owner[1:] != view_owner[:-1]) | (view_orig[1:] != view_orig[:-1] + 1)
     kept = np.array([*keeps, False], dtype=bool)[view_owner]  # owner -1 (separators) reads the padding
+    cjk_stop, latin_stop, closers = cjk[inverse] & ~negative, latin[inverse] & ~negative, closer[inverse] & ~negative
+    stop = cjk_stop | latin_stop
+    may_start = np.ones(n + 1, dtype=bool)
+    # What sentence_end needs: a stop right before v, or a stop and a closer after it.
+    may_start[1:n] = (view_owner[1:] != view_owner[:-1]) | stop[:-1]
+    may_start[2:n] |= closers[1:-1] & stop[:-2]
     return _Running(
         keys,
         kept,
@@ -211,10 +220,11 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
         view_owner,
         view_orig,
         np.where(negative, 0, weight[inverse]),
-        cjk[inverse] & ~negative,
-        latin[inverse] & ~negative,
-        closer[inverse] & ~negative,
+        cjk_stop,
+        latin_stop,
+        closers,
         gap,
+        may_start,
     )
 
 
@@ -243,13 +253,21 @@ def _snap(run: _Running, copy: Copy) -> tuple[int, int]:
     def boundary(v: int) -> bool:
         return run.boundary(v) or run.boundary(v - shift)
 
-    p, end = copy.start, copy.end
+    def candidates(lo: int, hi: int) -> list[int]:
+        # The positions in [lo, hi) where boundary() can be True.
+        return (np.flatnonzero(run.may_start[lo:hi] | run.may_start[lo - shift : hi - shift]) + lo).tolist()
+
+    end = copy.end
     # A sentence starts after a stop, not with one (a copy often begins with the stop before it).
-    while p < end and (not boundary(p) or run.cjk_stop[p] or run.latin_stop[p] or run.closer[p]):
-        p += 1
-    q = end
-    while q > p and not boundary(q):
-        q -= 1
+    p = next(
+        (
+            v
+            for v in candidates(copy.start, end)
+            if boundary(v) and not (run.cjk_stop[v] or run.latin_stop[v] or run.closer[v])
+        ),
+        end,
+    )
+    q = next((v for v in reversed(candidates(p + 1, end + 1)) if boundary(v)), p)
     # A bullet read as a stop ("below. ! If the provider") starts the next sentence: the copy ends before it.
     while q - 1 > p and run.latin_stop[q - 1] and run.gap[q - 1] and boundary(q - 1):
         q -= 1
