@@ -24,7 +24,7 @@ import numpy as np
 import regex
 
 from docsan.text.chardata import CJK_LETTERS, CJK_WEIGHT
-from docsan.text.copies import Copy, find_copies
+from docsan.text.copies import Copy, Windows, find_copies
 from docsan.text.runs import find_runs
 
 # A window of 16 characters: copies of 31 or more are always found; minimum lengths are above that.
@@ -309,7 +309,9 @@ def find_passages(
     def narrow(copy: Copy) -> tuple[int, int]:
         return _snap(run, copy)
 
-    common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow}
+    # One sort of the windows for both searches: the second one's codes differ only where they are barred.
+    windows = Windows.of(run.codes, WINDOW)
+    common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow, "windows": windows}
     found = find_copies(run.codes, min_weight=min_weight, **common)
     if low < min_weight:
         # The lighter pieces, searched apart so that none stands in a heavy copy's way, outside them
