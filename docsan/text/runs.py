@@ -92,9 +92,9 @@ def find_runs(codes: np.ndarray, *, max_period: int, keep: RunFilter | None = No
         eq = np.empty(n - p + 2, dtype=np.int8)
         eq[0] = eq[-1] = 0
         eq[1:-1] = codes[:-p] == codes[p:]
-        # The edges of the runs of agreement alternate, a start (+1) then an end (-1).
-        edges = np.flatnonzero(np.diff(eq))
-        starts, ends = edges[0::2], edges[1::2] + p
+        edges = np.diff(eq)
+        starts = np.flatnonzero(edges == 1)
+        ends = np.flatnonzero(edges == -1) + p
         long_enough = ends - starts >= 2 * p
         starts, ends = starts[long_enough], ends[long_enough]
         primitive = reach.at(starts) < ends

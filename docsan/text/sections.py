@@ -87,7 +87,8 @@ def find_sections(doc: Document) -> Sections:
     for i, page in enumerate(doc.pages):
         for j, block in enumerate(page.blocks):
             heading = is_section_heading(block)
-            if heading and (title := "".join(block.text.split())) not in titles:
+            title = "".join(block.text.split())
+            if heading and title not in titles:
                 titles.add(title)
                 headings.add((i, j))
                 section += 1
