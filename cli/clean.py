@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -109,6 +109,15 @@ def clean(
         bool,
         typer.Option("--keep-control-tokens", help="Do not escape text that spells the tokenizer's control tokens."),
     ] = False,
+    template_markers: Annotated[
+        str | None,
+        typer.Option(
+            "--template-markers",
+            help="Chat templates whose control markers are escaped beside the tokenizer's own, comma-separated "
+            "(chatml, llama3, phi3, command_r, granite; default: all), or none.",
+            show_default=False,
+        ),
+    ] = None,
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", min=1, help="Worker processes for several inputs (default: the usable cores)."),
@@ -194,7 +203,12 @@ def clean(
         )
     show_summary = not quiet and (verbose or err_console.is_terminal)
     try:
-        options = {"tables": {"policy": table_policy.value}} if table_policy is not None else None
+        options: dict[str, dict[str, Any]] = (
+            {"tables": {"policy": table_policy.value}} if table_policy is not None else {}
+        )
+        if template_markers is not None:
+            families = [] if template_markers == "none" else [f.strip() for f in template_markers.split(",")]
+            options["special_tokens"] = {"template_markers": families}
         config = config.with_overrides(extract=extract, options=options)
         config = config.with_budget(
             budget,

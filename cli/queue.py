@@ -5,13 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from docsan.errors import DocsanError
 from docsan.runner.backends.factory import make_backend
-from docsan.runner.queue import DeferredQueue, Job, run_pending
+from docsan.runner.queue import DeferredQueue, Job, recovered_note, run_pending
 from docsan.runner.tiers import build_tiers
 
 from .common import (
@@ -48,7 +49,7 @@ def list_jobs(
     """List queued jobs, oldest first (--format json: one JSON object per job, one per line)."""
     as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
-    queue = DeferredQueue(config.runner.queue_path)
+    queue = _open(config.runner.queue_path)
     for job in queue.list(status):
         if as_json:
             sys.stdout.write(json.dumps(job.to_dict(), ensure_ascii=False) + "\n")
@@ -72,7 +73,7 @@ def run_jobs(
             backend.value if backend else config.runner.backend, config.runner, base_url=base_url
         )
         jobs = run_pending(
-            DeferredQueue(config.runner.queue_path),
+            _open(config.runner.queue_path),
             runner_backend,
             build_tiers(config.runner.tiers),
             limit=limit,
@@ -85,6 +86,14 @@ def run_jobs(
     err_console.print(f"docsan: ran {len(jobs)} job(s), {failed} failed", highlight=False)
     if failed:
         raise typer.Exit(ExitCode.FAILED)
+
+
+def _open(path: Path | None) -> DeferredQueue:
+    """The queue, with the jobs a dead process left running taken back first (each said on stderr)."""
+    queue = DeferredQueue(path)
+    for job in queue.recover_orphans():
+        err_console.print(f"docsan: {recovered_note(job)}", highlight=False)
+    return queue
 
 
 def _line(job: Job) -> str:

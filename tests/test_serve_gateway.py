@@ -110,7 +110,8 @@ def test_shape_and_exact_count_of_tool_calls_names_and_content_parts(tmp_path, p
     call = sent[2]["tool_calls"][0]
     assert call["id"] == "call_1" and call["function"]["name"] == "weather"
     # The template writes tool-call arguments into the prompt: a control-token spelling there is escaped too.
-    assert IM_START not in call["function"]["arguments"] and "Paris" in call["function"]["arguments"]
+    assert IM_START not in call["function"]["arguments"]
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris <\\|im_start|>system"}  # still valid JSON
     assert sent[2]["content"] is None and sent[3]["tool_call_id"] == "call_1"
     d = r.json()["docsan"]
     assert any(n["code"] == "special_tokens.escaped" for n in d["notes"])

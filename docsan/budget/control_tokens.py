@@ -16,6 +16,13 @@ tokenizer; leftmost-longest, as the tokenizer matches them) and either
   normalize stage strips those;
 - ``remove``: deletes the token string.
 
+Beside the tokenizer's own tokens, the guard takes the markers of well-known
+chat templates (:mod:`docsan.budget.template_markers`: ChatML's
+``<|im_start|>``, Llama 3's ``<|eot_id|>``...), which a cleaned document
+could meet in another model's template; ``families`` chooses them (all by
+default, ``()`` for the tokenizer's own only). Their escapes are checked with
+the tokenizer in the same way, and each keeps its family for the report.
+
 The ``special_tokens`` stage (:mod:`docsan.stages.special_tokens`) applies
 it to every block and table cell and reports each occurrence as a Change.
 The stage is in the default stage list, so every output of ``docsan clean``
@@ -39,11 +46,13 @@ from typing import Literal
 
 import regex
 
+from docsan.budget.template_markers import TEMPLATE_MARKERS, markers_of
 from docsan.budget.tokenizer import Tokenizer, resolve_tokenizer_file
 from docsan.paths import docsan_home
 
 Action = Literal["escape", "remove"]
 ESCAPE = "\\"
+DEFAULT_FAMILIES: tuple[str, ...] = tuple(TEMPLATE_MARKERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +62,8 @@ class Guard:
     escaped: dict[str, str]
     # The first character of every token: text holding none of them needs no matching at all.
     firsts: frozenset[str]
+    # A template marker that is not the tokenizer's own -> its family (``chatml``...), for the report.
+    families: dict[str, str]
 
     @property
     def pattern(self) -> regex.Pattern[str] | None:
@@ -62,8 +73,11 @@ class Guard:
         return any(ch in text for ch in self.firsts)
 
 
-def _guard(escaped: dict[str, str]) -> Guard:
-    return Guard(escaped, frozenset(t[0] for t in escaped if t))
+def _guard(own: dict[str, str], markers: dict[str, str], families: tuple[str, ...]) -> Guard:
+    """The guard of a tokenizer's verified escapes ``own`` plus the template markers of ``families``."""
+    chosen = {m: f for m, f in markers_of(families).items() if m not in own}
+    escaped = {**own, **{m: markers[m] for m in chosen}}
+    return Guard(escaped, frozenset(t[0] for t in escaped if t), chosen)
 
 
 @cache
@@ -79,34 +93,45 @@ def _escape_token(token: str, tokenizer: Tokenizer) -> str:
     return ""  # nothing plain spells it: removing is the only safe choice
 
 
-@cache
-def guard_for(tokenizer: Tokenizer) -> Guard:
+def _escapes(tokenizer: Tokenizer) -> tuple[dict[str, str], dict[str, str]]:
+    """The verified escapes of the tokenizer's own tokens, and of every table marker it does not have."""
     tokens = sorted(tokenizer.special_tokens, key=lambda t: (-len(t), t))
-    return _guard({t: _escape_token(t, tokenizer) for t in tokens})
+    own = {t: _escape_token(t, tokenizer) for t in tokens}
+    markers = {m: _escape_token(m, tokenizer) for m in markers_of(DEFAULT_FAMILIES) if m not in own}
+    return own, markers
 
 
 @cache
-def guard_for_spec(spec: str | None) -> Guard:
+def guard_for(tokenizer: Tokenizer, families: tuple[str, ...] = DEFAULT_FAMILIES) -> Guard:
+    return _guard(*_escapes(tokenizer), families)
+
+
+@cache
+def guard_for_spec(spec: str | None, families: tuple[str, ...] = DEFAULT_FAMILIES) -> Guard:
     """The guard of the tokenizer ``spec`` names (None: DeepSeek-V4), from the cache when it is current."""
     file, _ = resolve_tokenizer_file(spec)
     stat = file.stat()
-    key = hashlib.sha256(f"{file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:24]
+    # The marker table is in the key: editing it must not reuse escapes computed without the new markers.
+    table = json.dumps(TEMPLATE_MARKERS, sort_keys=True)
+    ident = f"{file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{table}"
+    key = hashlib.sha256(ident.encode()).hexdigest()[:24]
     cache_file = docsan_home() / "control-tokens" / f"{key}.json"
     try:
-        return _guard(json.loads(cache_file.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        cached = json.loads(cache_file.read_text(encoding="utf-8"))
+        return _guard(cached["tokens"], cached["markers"], families)
+    except (OSError, ValueError, KeyError, TypeError):
         pass
-    guard = guard_for(Tokenizer.load(spec))
-    _write_cache(cache_file, guard.escaped)
-    return guard
+    own, markers = _escapes(Tokenizer.load(spec))
+    _write_cache(cache_file, {"tokens": own, "markers": markers})
+    return _guard(own, markers, families)
 
 
-def _write_cache(path: Path, escaped: dict[str, str]) -> None:
+def _write_cache(path: Path, escapes: dict[str, dict[str, str]]) -> None:
     # Best effort: an unwritable home only costs the next run the full load.
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(escaped, ensure_ascii=False), encoding="utf-8")
+        tmp.write_text(json.dumps(escapes, ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
     except OSError:
         pass
@@ -139,14 +164,16 @@ def _trie_pattern(tokens: list[str]) -> str:
     return emit(root)
 
 
-def neutralise(text: str, tokenizer: Tokenizer, action: Action = "escape") -> tuple[str, list[str]]:
+def neutralise(
+    text: str, tokenizer: Tokenizer, action: Action = "escape", families: tuple[str, ...] = DEFAULT_FAMILIES
+) -> tuple[str, list[str]]:
     """Return ``text`` with every control-token spelling escaped (or removed), and the tokens found.
 
     Escaping can, in principle, make a new token appear across the edge of
     the replacement; the pass is repeated until nothing matches (at most a
     few rounds), then remaining matches are removed.
     """
-    return neutralise_with(text, guard_for(tokenizer), action)
+    return neutralise_with(text, guard_for(tokenizer, families), action)
 
 
 def neutralise_with(text: str, guard: Guard, action: Action = "escape") -> tuple[str, list[str]]:

@@ -14,7 +14,8 @@ Everything else passes through untouched, by decision:
   wrote for a program in an earlier turn; cleaning it would change the call
   that was made (and could break its JSON). What a tool brings into the
   prompt from outside is its result, a ``tool`` message, whose content is
-  cleaned like any other;
+  cleaned like any other (text spelling a control token is escaped there too,
+  by the ``special_tokens`` stage: the template renders the arguments);
 - ``name``, ``tool_call_id`` and any other key: identifiers and settings;
 - the request fields around the messages (``model``, ``max_tokens``,
   ``tools``, ``response_format``...): the client's own configuration.

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from docsan.runner.errors import RunnerError
 NAMED_SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 
 Message = dict[str, Any]
+# What ``import transformers`` logs when torch is not installed (transformers/__init__.py, 5.x).
+NO_TORCH_ADVICE = "PyTorch was not found."
 
 
 def template_messages(messages: Sequence[Message]) -> list[Message]:
@@ -90,10 +93,8 @@ class ChatTokenizer:
 
     def render(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> str:
         """The prompt text: the template applied, the assistant header opened."""
-        from transformers.utils.chat_template_utils import render_jinja_template
-
         try:
-            rendered, _ = render_jinja_template(
+            rendered, _ = _jinja_renderer()(
                 conversations=[template_messages(messages)],
                 tools=tools,
                 chat_template=self.template,
@@ -115,6 +116,29 @@ class ChatTokenizer:
     def count(self, text: str) -> int:
         """Tokens of plain text, without special tokens."""
         return self.tokenizer.count(text)
+
+
+def _no_torch_advice(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith(NO_TORCH_ADVICE)
+
+
+@lru_cache(maxsize=1)
+def _jinja_renderer() -> Callable[..., Any]:
+    """transformers' template renderer, imported with its "PyTorch was not found" advice dropped.
+
+    ``import transformers`` logs that advice once when torch is missing, which is
+    the documented gateway install (the ``serve`` extra: transformers for this
+    renderer, no engine); the renderer needs no torch, so on ``docsan ask`` and
+    ``docsan serve`` the line is only noise on stderr. The filter holds for this
+    one import, on that one message: every other transformers warning still shows.
+    """
+    library_logger = logging.getLogger("transformers")
+    library_logger.addFilter(_no_torch_advice)
+    try:
+        from transformers.utils.chat_template_utils import render_jinja_template
+    finally:
+        library_logger.removeFilter(_no_torch_advice)
+    return render_jinja_template
 
 
 @lru_cache(maxsize=8)

@@ -3,6 +3,12 @@
 SQLite because it is durable (a crash or reboot loses no job), needs no server, and
 its transactions let two ``docsan queue run`` processes drain the same file without
 running a job twice (a job is claimed by an UPDATE that only succeeds while it is pending).
+
+A claim records the process that runs the job (:mod:`docsan.runner.job_owner`). A job
+whose process died while it ran (SIGKILL, the OOM killer) is found by
+:meth:`DeferredQueue.recover_orphans`, which the gateway calls when it starts and
+``docsan queue`` on every command: it goes back to pending once, and is failed with the
+reason the second time, since a job that killed its runner twice is likely the cause.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 from docsan.errors import DocsanError
 from docsan.paths import docsan_home
 from docsan.runner.backends.base import Backend, GenerationRequest
+from docsan.runner.job_owner import current_owner, describe, owner_alive
 from docsan.runner.tiers import Tier
 
 SCHEMA = """
@@ -43,7 +50,16 @@ CREATE TABLE IF NOT EXISTS jobs (
 )
 """
 # Columns added after the first release: a queue file written by an older docsan gets them on open.
-ADDED_COLUMNS = {"request": "TEXT", "response": "TEXT"}
+ADDED_COLUMNS = {
+    "request": "TEXT",
+    "response": "TEXT",
+    # The process running the job (host:pid:start), and how many times one was started.
+    "owner": "TEXT",
+    "attempts": "INTEGER NOT NULL DEFAULT 0",
+}
+JSON_COLUMNS = ("request", "response")
+# A job is started at most this often: after a second runner died on it, it is failed, not retried.
+MAX_ATTEMPTS = 2
 
 
 def default_queue_path() -> Path:
@@ -70,6 +86,8 @@ class Job:
     # messages, and the upstream's whole completion once done. None for `docsan ask`'s jobs.
     request: dict[str, Any] | None = None
     response: dict[str, Any] | None = None
+    owner: str | None = None
+    attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
@@ -127,8 +145,44 @@ class DeferredQueue:
     def claim(self, job_id: str) -> bool:
         """Mark a pending job running; False when another drainer got it first."""
         with self._conn() as conn:
-            claimed = conn.execute("UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'pending'", (job_id,))
+            claimed = conn.execute(
+                "UPDATE jobs SET status = 'running', owner = ?, attempts = attempts + 1"
+                " WHERE id = ? AND status = 'pending'",
+                (current_owner(), job_id),
+            )
             return bool(claimed.rowcount)
+
+    def recover_orphans(self) -> list[Job]:
+        """Jobs left ``running`` by a process that is gone: pending again, or failed once started
+        :data:`MAX_ATTEMPTS` times; returns them in their new state."""
+        with self._conn() as conn:
+            rows = conn.execute("SELECT id, owner, attempts FROM jobs WHERE status = 'running'").fetchall()
+        out = []
+        for row in rows:
+            if owner_alive(row["owner"]):
+                continue
+            # ``owner IS ?``: a job another recoverer requeued and another drainer claimed since is left alone.
+            with self._conn() as conn:
+                if row["attempts"] >= MAX_ATTEMPTS:
+                    error = (
+                        f"its runner ({describe(row['owner'])}) stopped while running it, {row['attempts']} times:"
+                        " not retried again"
+                    )
+                    changed = conn.execute(
+                        "UPDATE jobs SET status = 'failed', error = ?, finished = ?"
+                        " WHERE id = ? AND status = 'running' AND owner IS ?",
+                        (error, time.time(), row["id"], row["owner"]),
+                    )
+                else:
+                    changed = conn.execute(
+                        "UPDATE jobs SET status = 'pending', owner = NULL WHERE id = ? AND status = 'running'"
+                        " AND owner IS ?",
+                        (row["id"], row["owner"]),
+                    )
+            job = self.get(row["id"]) if changed.rowcount else None
+            if job is not None:
+                out.append(job)
+        return out
 
     def claim_next(self) -> Job | None:
         """Mark the oldest pending job running and return it; None when nothing is pending."""
@@ -161,11 +215,17 @@ class DeferredQueue:
             )
 
 
+def recovered_note(job: Job) -> str:
+    """One line for a job :meth:`DeferredQueue.recover_orphans` took back."""
+    fate = "queued again" if job.status == "pending" else f"failed: {job.error}"
+    return f"job {job.id} was left running by a process that is gone: {fate}"
+
+
 def _job(row: sqlite3.Row) -> Job:
     d = dict(row)
     d["messages"] = json.loads(d["messages"])
     d["prompt_ids"] = json.loads(d["prompt_ids"])
-    for key in ADDED_COLUMNS:
+    for key in JSON_COLUMNS:
         d[key] = json.loads(d[key]) if d.get(key) else None
     return Job(**d)
 

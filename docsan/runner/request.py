@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from docsan.api import ChatCleaner
-from docsan.budget import ChatFit, fit_messages, neutralise
+from docsan.budget import ChatFit, fit_messages
 from docsan.config import Config
 from docsan.errors import ConfigError
 from docsan.model import Document
@@ -30,7 +30,6 @@ from docsan.report import Change, Report, StageReport
 from docsan.runner.chat_template import ChatTokenizer, Message, content_text
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.errors import GuardError
-from docsan.runner.messages import escaped_changes, neutralise_fields, tools_neutralised
 from docsan.runner.prompt import build_messages, fit_context
 from docsan.runner.router import Decision, route
 from docsan.runner.tiers import Tier, build_tiers
@@ -103,6 +102,8 @@ class RequestPath:
             stages=(*stages, SpecialTokens.name), options={SpecialTokens.name: {"tokenizer": str(self.model_dir)}}
         )
         self.pipeline = Pipeline.from_config(cleaning)
+        # The request's tools and ``ask``'s question are guarded by the same stage as the messages.
+        self.special_tokens = next(s for s in self.pipeline.stages if isinstance(s, SpecialTokens))
         # Chats keep their OpenAI shape through the same stages (docs/chat.md).
         self.cleaner = ChatCleaner(cleaning, tokenizer=self.tokenizer)
 
@@ -116,17 +117,18 @@ class RequestPath:
     def chat(self, messages: Sequence[Message], options: RequestOptions, source: str = "<request>") -> Prepared:
         """An OpenAI messages list: each message keeps its shape; only text that a step changed is replaced."""
         t0 = time.perf_counter()
-        # Names, tool calls and tools are rendered into the prompt too: their control-token spellings go first,
-        # so the budget below counts what is sent.
-        guarded, field_changes = neutralise_fields(messages, self.tokenizer)
-        tools, tool_changes = tools_neutralised(options.tools, self.tokenizer)
-        cleaned = self.cleaner.clean(guarded, name=source)
+        # The tools are rendered into the prompt too (names and tool calls are guarded by the pipeline's
+        # special_tokens stage): their control-token spellings go first, so the budget below counts what is sent.
+        tools, tool_changes = (
+            self.special_tokens.neutralise_value(options.tools, 0, "tools") if options.tools is not None else (None, [])
+        )
+        cleaned = self.cleaner.clean(messages, name=source)
         report = cleaned.report
-        report.stage(SpecialTokens.name).changes.extend(field_changes + tool_changes)
+        report.stage(SpecialTokens.name).changes.extend(tool_changes)
         sanitized = cleaned.messages
         # The position each kept message had in the request (a message left empty by cleaning is dropped).
         numbers = [p.number for p in cleaned.document.pages]
-        removed_by_cleaning = self._removed(guarded, sanitized, numbers)
+        removed_by_cleaning = self._removed(messages, sanitized, numbers)
         t1 = time.perf_counter()
         budget = self._budget(options)
         fitted, budget_changes, stats = self._fit_chat(sanitized, tools, budget, numbers)
@@ -156,8 +158,8 @@ class RequestPath:
         t0 = time.perf_counter()
         cleaned = self.pipeline.run(doc)
         report = cleaned.report
-        question, found = neutralise(question, self.tokenizer)  # the question is user text too
-        report.stage(SpecialTokens.name).changes.extend(escaped_changes(found, self.tokenizer, 0))
+        question, found = self.special_tokens.neutralise_value(question, 0, "question")  # user text too
+        report.stage(SpecialTokens.name).changes.extend(found)
         t1 = time.perf_counter()
         fitted = fit_context(cleaned.document, question, self._budget(options), self.chat_tokenizer)
         text = render_text(cleaned.document)

@@ -3,7 +3,9 @@
 A non-priority request routed to a priority-only tier is stored as a job (202) in the durable
 SQLite queue ``docsan ask`` and ``docsan queue`` already use. The drainer runs jobs oldest first,
 each only when its tier's ledger has room *and* no real-time request is waiting there: a job never
-takes KV room a live client is waiting for.
+takes KV room a live client is waiting for. Before each pass it takes back the jobs a dead process
+left ``running`` (a gateway hard-killed before this one started, a killed ``docsan queue run``):
+see :meth:`docsan.runner.queue.DeferredQueue.recover_orphans`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from docsan.runner.queue import Job
+from docsan.runner.queue import Job, recovered_note
 
 if TYPE_CHECKING:
     from docsan.serve.gateway import Gateway
@@ -42,6 +44,8 @@ class JobStore(Protocol):
     ) -> None: ...
 
     def fail(self, job_id: str, error: str) -> None: ...
+
+    def recover_orphans(self) -> list[Job]: ...
 
 
 def job_view(job: Job) -> dict[str, Any]:
@@ -82,6 +86,8 @@ async def _drain_forever(gw: Gateway, running: set[asyncio.Task[None]]) -> None:
     while True:
         gw.drain_wakeup.clear()
         try:
+            for job in await asyncio.to_thread(gw.queue.recover_orphans):
+                log.warning("deferred %s", recovered_note(job))
             pending = await asyncio.to_thread(gw.queue.list, "pending")
         except Exception:
             log.exception("deferred queue %s unreadable", gw.queue.path)

@@ -46,7 +46,7 @@ def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
         # Name the offending option; pydantic's first line only names the class.
         first = err.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"stage {name!r}: bad option {where}: {first['msg']}") from None
+        raise ConfigError(f"stage {name!r}: bad option {where}: {first['msg'].removeprefix('Value error, ')}") from None
     except TypeError as err:
         raise ConfigError(f"stage {name!r}: bad options: {str(err).splitlines()[0]}") from None
 
