@@ -50,12 +50,13 @@ class Copy:
         return self.start + self.length
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Windows:
     """The hash of every ``window``-element window of a sequence with its position, sorted once.
 
     Each hash (below 2**31) and its position make one int64 key (the hash
-    above ``bits`` bits of position), so a plain sort, several times faster
+    above ``bits`` bits of position: under 2**62 for fewer than 2**31
+    windows, far past what a document holds), so a plain sort, several times faster
     than a stable argsort, orders equal hashes by position. The sort is
     most of a search's cost; a second search of the same sequence with more
     of it barred (made negative: the copies the first one found) reuses it.
