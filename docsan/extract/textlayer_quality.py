@@ -136,8 +136,8 @@ def _classify_token(token: str) -> str | None:
         return "good"  # the commonest token: a plain word, none of the checks below can fire
     if _BAD_CHAR.search(token) or _MARKER.search(token):
         return "bad"
-    letters = sum(1 for c in token if c.isalpha())
-    alnum = sum(1 for c in token if c.isalnum())
+    letters = sum(map(str.isalpha, token))
+    alnum = sum(map(str.isalnum, token))
     if not alnum:
         return None
     # Leader characters (dots, dashes, underscores) are layout, not junk: "cancer?......8".
@@ -146,6 +146,8 @@ def _classify_token(token: str) -> str | None:
         # Mostly symbols ('"7+%-'), or a symbol between letters ("«3E*»CM", "H^uid"): the shapes of a
         # font without a Unicode map and of bad OCR.
         return "bad"
+    if token.isascii():
+        return "good"  # ASCII holds no mark, no accented letter, no script but Latin: nothing below can fire
     scripts = _scripts(token)
     if len(scripts) > 1 and not scripts <= _MIXES_WITH_LATIN:
         return "bad"

@@ -260,11 +260,12 @@ class NearDuplicates:
         # A cut passage can leave behind a paragraph that now repeats another whole (the
         # rest of a block after its copied sentences): another round sees it, so that
         # cleaning twice changes nothing. Each round removes text, so few are needed.
-        result = self._round(doc)
+        seen: dict[tuple, list[Passage]] = {}  # the last round's passages, by its running text
+        result = self._round(doc, seen)
         for _ in range(_MAX_ROUNDS - 1):
             if not result.stats.get("passages_cut"):
                 break
-            again = self._round(result.document)
+            again = self._round(result.document, seen)
             if not again.changes:
                 break
             stats = dict(result.stats)
@@ -273,7 +274,7 @@ class NearDuplicates:
             result = StageResult(again.document, result.changes + again.changes, stats)
         return result
 
-    def _round(self, doc: Document) -> StageResult:
+    def _round(self, doc: Document, seen: dict[tuple, list[Passage]]) -> StageResult:
         passes = []
         sections = find_sections(doc) if self.boilerplate and not doc.is_chat else NO_SECTIONS
         if doc.is_chat and self.messages:
@@ -285,7 +286,7 @@ class NearDuplicates:
         cut = passes[-1].cut
         spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         if self.spans and not doc.is_chat:
-            passes.append(self._cut_passages(doc, removed, cut, passes[-1].protected, sections.headings))
+            passes.append(self._cut_passages(doc, removed, cut, passes[-1].protected, sections.headings, seen))
             removed |= passes[-1].removed
             spans = passes[-1].spans
         changes = [c for p in passes for c in p.changes]
@@ -534,6 +535,7 @@ class NearDuplicates:
         cut: dict[tuple[int, int], set[int]],
         protected: set[_Para],
         headings: frozenset[tuple[int, int]],
+        seen: dict[tuple, list[Passage]],
     ) -> _Pass:
         """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``cut`` paragraphs).
 
@@ -543,7 +545,7 @@ class NearDuplicates:
         structure. The paragraphs kept as boilerplate, and the headings that
         open a section (``headings``), can be what a copy repeats, but are
         never cut: a title cut would merge its section into the one before,
-        whose boilerplate would then look twice there.
+        whose boilerplate would then look twice there. ``seen``: see :func:`_find_passages`.
         """
         found = _Pass()
         entries: list[Entry] = []
@@ -559,7 +561,7 @@ class NearDuplicates:
                     if k not in gone:
                         keep = (i, j, k) in protected or (i, j, None) in protected or (i, j) in headings
                         entries.append(((i, j), block.text[lo:hi], lo, keep))
-        passages = find_passages(entries, min_weight=self.min_span_chars, piece_weight=self.min_chars)
+        passages = _find_passages(entries, seen, min_weight=self.min_span_chars, piece_weight=self.min_chars)
         if self.exempt_headings:
             # A heading repeated on its own is a heading (as in the paragraph pass); inside a copy it goes with it.
             heading = {
@@ -624,6 +626,29 @@ class NearDuplicates:
             if score > best_score:
                 best, best_score = kept[key], score
         return best, best_score, len(candidates)
+
+
+def _find_passages(entries: list[Entry], seen: dict[tuple, list[Passage]], **options: float) -> list[Passage]:
+    """:func:`find_passages`, searched once per running text: ``seen`` holds the last search's, by its text.
+
+    What it finds depends only on the entries' texts and kept flags (the
+    pieces' keys and offsets are mapped back afterwards), and a round whose
+    paragraph pass took nothing the passage pass saw hands the next round the
+    same running text: the round that confirms nothing more goes is then
+    spared its costliest search.
+    """
+    content = tuple((None,) if text is None else (text, keep) for _, text, _, keep in entries)
+    found = seen.get(content)
+    if found is None:
+        seen.clear()
+        found = seen[content] = find_passages(
+            [(k, text, 0, keep) for k, (_, text, _, keep) in enumerate(entries)], **options
+        )
+
+    def placed(pieces: tuple[tuple[Hashable, int, int], ...]) -> tuple[tuple[Hashable, int, int], ...]:
+        return tuple((entries[k][0], entries[k][2] + lo, entries[k][2] + hi) for k, lo, hi in pieces)
+
+    return [Passage(placed(p.pieces), placed(p.source), p.weight) for p in found]
 
 
 def _paragraphs_cut(text: str, paragraphs: set[int] | None) -> list[tuple[int, int]]:

@@ -420,7 +420,14 @@ class _Vocabulary:
     def _build(self) -> set[str]:
         # Built on first use: most blocks never end a line with a hyphen.
         text = "\n".join(b.text for _, b in self.doc.blocks()).lower()
-        self.hyphenated = {w.replace("\u2010", "-") for w in _HYPHENATED.findall(text)}
+        # Searched line by line, only where a line holds a hyphen (no match spans a line): the pattern
+        # tried at every position of the whole text cost more than the rest of the vocabulary.
+        self.hyphenated = {
+            w.replace("\u2010", "-")
+            for line in text.split("\n")
+            if "-" in line or "\u2010" in line
+            for w in _HYPHENATED.findall(line)
+        }
         return set(_WORD.findall(text))
 
     def prefers_joined(self, head: str, tail: str) -> bool:

@@ -18,21 +18,28 @@ class BandIndex:
 
     def __init__(self, signatures: np.ndarray, bands: int, rows: int) -> None:
         n = signatures.shape[0]
-        # ids[i, k]: the bucket of signature i in band k (equal rows, equal id)
-        self.ids = np.zeros((n, bands), dtype=np.int64)
+        # ids[i, k]: the bucket of signature i in band k (equal rows, equal id), numbered across all bands so
+        # that one dict holds every band's buckets; as Python lists, read once per query and insert.
+        ids = np.zeros((n, bands), dtype=np.int64)
+        offset = 0
         for k in range(bands):
             band = np.ascontiguousarray(signatures[:, k * rows : (k + 1) * rows])
             keys = band.view(np.dtype((np.void, band.dtype.itemsize * rows))).ravel()
-            self.ids[:, k] = np.unique(keys, return_inverse=True)[1].ravel()
-        self._buckets: list[dict[int, list[int]]] = [{} for _ in range(bands)]
+            inverse = np.unique(keys, return_inverse=True)[1].ravel()
+            ids[:, k] = inverse + offset
+            offset += n
+        self._ids: list[list[int]] = ids.tolist()
+        self._buckets: dict[int, list[int]] = {}
 
     def query(self, i: int) -> set[int]:
         """Inserted signatures sharing at least one band with signature ``i``."""
         found: set[int] = set()
-        for bucket, key in zip(self._buckets, self.ids[i].tolist(), strict=True):
-            found.update(bucket.get(key, ()))
+        get = self._buckets.get
+        for key in self._ids[i]:
+            found.update(get(key, ()))
         return found
 
     def insert(self, i: int) -> None:
-        for bucket, key in zip(self._buckets, self.ids[i].tolist(), strict=True):
-            bucket.setdefault(key, []).append(i)
+        setdefault = self._buckets.setdefault
+        for key in self._ids[i]:
+            setdefault(key, []).append(i)

@@ -7,7 +7,7 @@ exactly, at least ``min_weight`` long, with the same rolling hashes
 (:mod:`docsan.text.rolling_hash`):
 
 1. the hash of the window of ``window`` elements at every position, and for
-   each window where the same window first occurs (one stable sort);
+   each window where the same window first occurs (one sort, shared by a second search of the same sequence);
 2. *anchors* every ``window`` positions: an anchor whose window occurred
    earlier is extended both ways by exact comparison (:func:`lce`) against
    that first occurrence. Any copy at least ``2 · window - 1`` long holds a
@@ -50,15 +50,42 @@ class Copy:
         return self.start + self.length
 
 
-def first_occurrences(hashes: np.ndarray) -> np.ndarray:
-    """For each position, the first position holding the same hash (itself when it is the first)."""
-    order = np.argsort(hashes, kind="stable")
-    ordered = hashes[order]
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    counts = np.diff(np.concatenate((starts, [ordered.size])))
-    first = np.empty_like(order)
-    first[order] = np.repeat(order[starts], counts)
-    return first
+@dataclass(frozen=True, slots=True, eq=False)
+class Windows:
+    """The hash of every ``window``-element window of a sequence with its position, sorted once.
+
+    Each hash (below 2**31) and its position make one int64 key (the hash
+    above ``bits`` bits of position: under 2**62 for fewer than 2**31
+    windows, far past what a document holds), so a plain sort, several times faster
+    than a stable argsort, orders equal hashes by position. The sort is
+    most of a search's cost; a second search of the same sequence with more
+    of it barred (made negative: the copies the first one found) reuses it.
+    """
+
+    window: int
+    keys: np.ndarray
+    bits: int
+
+    @classmethod
+    def of(cls, codes: np.ndarray, window: int) -> Windows:
+        """The windows of ``codes`` (at least ``window`` long); windows over negative codes are barred later."""
+        prefix, inv = prefix_hashes(codes)
+        count = int(codes.size) - window + 1
+        hashes = window_hashes(prefix, inv, window, slice(0, count))
+        bits = max(1, count.bit_length())
+        return cls(window, np.sort(hashes << bits | np.arange(count, dtype=np.int64)), bits)
+
+    def first_occurrences(self, barred: np.ndarray) -> np.ndarray:
+        """For each window, the first window with the same hash; itself when it is the first or ``barred``."""
+        positions = self.keys & ((1 << self.bits) - 1)
+        free = ~barred[positions]
+        positions, hashes = positions[free], (self.keys >> self.bits)[free]
+        first = np.arange(barred.size, dtype=np.int64)
+        if positions.size:
+            starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
+            counts = np.diff(np.concatenate((starts, [positions.size])))
+            first[positions] = np.repeat(positions[starts], counts)
+        return first
 
 
 def find_copies(
@@ -69,6 +96,7 @@ def find_copies(
     min_weight: float,
     kept: np.ndarray | None = None,
     narrow: Callable[[Copy], tuple[int, int]] | None = None,
+    windows: Windows | None = None,
 ) -> list[Copy]:
     """The later copies in ``codes`` (int64) whose ``weights`` (one per element) sum to at least ``min_weight``.
 
@@ -78,21 +106,20 @@ def find_copies(
     copy: a copy running over them is reported as its pieces around them.
     ``narrow`` maps each found copy to the stretch of it to report (the
     caller's unit boundaries); what it leaves at a copy's end stays open to
-    the next copy, which may extend back over it.
+    the next copy, which may extend back over it. ``windows``: those of an
+    earlier search of the same sequence, which may differ from ``codes``
+    only where ``codes`` are negative now (:class:`Windows`).
     """
     n = int(codes.size)
     if n < 2 * window:
         return []
-    prefix, inv = prefix_hashes(codes)
-    hashes = window_hashes(prefix, inv, window, slice(0, n - window + 1))
+    if windows is None or windows.window != window:
+        windows = Windows.of(codes, window)
     negatives = np.concatenate(([0], np.cumsum(codes < 0)))
-    barred = negatives[window:] - negatives[: n - window + 1] > 0
-    # Hashes are >= 0: a unique negative makes a window that holds a barred element match nothing.
-    hashes = np.where(barred, -1 - np.arange(hashes.size), hashes)
-    first = first_occurrences(hashes)
-    anchors = np.arange(0, hashes.size, window)
-    anchors = anchors[first[anchors] < anchors]
+    # A window that holds a negative element matches nothing.
+    first = windows.first_occurrences(negatives[window:] - negatives[: n - window + 1] > 0)
     weight = np.concatenate(([0.0], np.cumsum(weights, dtype=np.float64)))
+    anchors = _heavy_anchors(first, window, weight, min_weight)
     rev = codes[::-1]
     taken = np.zeros(n, dtype=bool)  # positions inside a reported copy
     out: list[Copy] = []
@@ -130,6 +157,27 @@ def find_copies(
         # Even when narrowing left nothing: the anchors inside would only find this copy again.
         done = start + length
     return out
+
+
+def _heavy_anchors(first: np.ndarray, window: int, weight: np.ndarray, min_weight: float) -> np.ndarray:
+    """The anchors (every ``window``-th position) whose window occurred earlier and that can be in a heavy copy.
+
+    Every window of a copy occurred earlier (at its source), so a copy lies
+    within one run of such windows plus a window's length; a run too light
+    for ``min_weight`` (``weight``: cumulative weights) holds none, and the
+    anchors in it are dropped before any comparison (most hash hits are
+    phrases a few words long).
+    """
+    repeated = np.zeros(first.size + 2, dtype=np.int8)
+    repeated[1:-1] = first < np.arange(first.size)
+    edges = np.diff(repeated)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    if not starts.size:
+        return starts
+    heavy = weight[ends - 1 + window] - weight[starts] >= min_weight
+    anchors = np.arange(0, first.size, window)
+    run = np.maximum(np.searchsorted(starts, anchors, side="right") - 1, 0)
+    return anchors[(starts[run] <= anchors) & (anchors < ends[run]) & heavy[run]]
 
 
 def _stretches(kept: np.ndarray | None, start: int, end: int) -> list[tuple[int, int]]:

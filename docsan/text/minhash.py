@@ -35,7 +35,7 @@ import xxhash
 # MurmurHash3's 32-bit finalizer (shift, multiplier, shift, multiplier, shift).
 _FMIX32 = (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE35), np.uint32(16))
 _EMPTY = np.uint32(0xFFFFFFFF)
-# Rows of (shingle x permutation) values computed at once: 16,384 x 128 x 4 bytes = 8 MiB.
+# Shingles of (permutation x shingle) values computed at once: 16,384 x 128 x 4 bytes = 8 MiB.
 _CHUNK_ROWS = 16_384
 
 
@@ -75,10 +75,12 @@ def signatures(shingle_sets: Sequence[Sequence[str]], num_perm: int, seed: int) 
         sizes = [len(h) for h in hashes[start:stop]]
         flat = np.fromiter((v for h in hashes[start:stop] for v in h), dtype=np.uint32, count=rows)
         if rows:
-            permuted = _fmix32(flat).reshape(-1, 1) * a + b  # uint32 arithmetic wraps: mod 2**32
+            # One row per permutation (uint32 arithmetic wraps: mod 2**32): reduceat along the contiguous
+            # axis is several times faster than down the columns of the (shingle x permutation) layout.
+            permuted = a.reshape(-1, 1) * _fmix32(flat) + b.reshape(-1, 1)
             nonempty = [i for i, n in enumerate(sizes) if n]
             offsets = np.cumsum([0, *sizes])[nonempty]
-            out[[start + i for i in nonempty]] = np.minimum.reduceat(permuted, offsets, axis=0)
+            out[[start + i for i in nonempty]] = np.minimum.reduceat(permuted, offsets, axis=1).T
         start = stop
     return out
 

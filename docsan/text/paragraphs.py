@@ -25,6 +25,8 @@ _MD_HEADING = regex.compile(r"#{1,6} ")
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
     """Where the paragraphs of ``text`` are: split at blank lines, blank pieces dropped, end newlines trimmed."""
+    if text.count("\n") < 2:  # no blank line possible: one piece (most blocks once reflow has joined their lines)
+        return [(len(text) - len(text.lstrip("\n")), len(text.rstrip("\n")))] if text.strip() else []
     spans = []
     start = 0
     for end, after in [(m.start(), m.end()) for m in PARAGRAPH_BREAK.finditer(text)] + [(len(text), len(text))]:

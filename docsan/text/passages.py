@@ -24,7 +24,7 @@ import numpy as np
 import regex
 
 from docsan.text.chardata import CJK_LETTERS, CJK_WEIGHT
-from docsan.text.copies import Copy, find_copies
+from docsan.text.copies import Copy, Windows, find_copies
 from docsan.text.runs import find_runs
 
 # A window of 16 characters: copies of 31 or more are always found; minimum lengths are above that.
@@ -107,6 +107,9 @@ class _Running:
     latin_stop: np.ndarray
     closer: np.ndarray
     gap: np.ndarray  # gap[v]: whitespace or an entry boundary before view position v (True at both ends)
+    # may_start[v] (v in [0, n]): False where boundary(v) is surely False (no entry edge, no stop before v),
+    # so that _snap asks boundary() only where one can be.
+    may_start: np.ndarray
 
     def sentence_end(self, v: int) -> bool:
         """Does a sentence end right before view position v (0 < v < n)?"""
@@ -158,27 +161,41 @@ def _char_table(unique: np.ndarray) -> tuple[np.ndarray, ...]:
     return space, weight, cjk, latin, closer
 
 
+def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for code points, by a table over the code space (no sort)."""
+    present = np.zeros(int(codes.max(initial=0)) + 1, dtype=bool)
+    present[codes] = True
+    return np.flatnonzero(present), (np.cumsum(present, dtype=np.int64) - 1)[codes]
+
+
 def _running(entries: Sequence[Entry]) -> _Running | None:
     keys: list[Hashable] = []
     keeps: list[bool] = []
-    codes, owner, orig = [], [], []
+    # The entries' texts joined and encoded at once; a separator is one element (code, owner and offset -1).
+    texts: list[str] = []
+    owners: list[int] = []
+    bases: list[int] = []
     for key, text, base, keep in entries:
         if text is None:
-            if codes:
-                codes.append(np.array([-1], dtype=np.int64))
-                owner.append(np.array([-1], dtype=np.int64))
-                orig.append(np.array([-1], dtype=np.int64))
+            if texts:
+                texts.append("\0")
+                owners.append(-1)
+                bases.append(-1)
             continue
-        arr = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
-        codes.append(arr)
-        owner.append(np.full(arr.size, len(keys), dtype=np.int64))
-        orig.append(base + np.arange(arr.size, dtype=np.int64))
+        texts.append(text)
+        owners.append(len(keys))
+        bases.append(base)
         keys.append(key)
         keeps.append(keep)
-    if not codes:
+    if not texts:
         return None
-    all_codes, all_owner, all_orig = np.concatenate(codes), np.concatenate(owner), np.concatenate(orig)
-    unique, inverse = np.unique(np.maximum(all_codes, 0), return_inverse=True)
+    all_codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    all_owner = np.repeat(np.array(owners, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    all_orig = np.arange(all_codes.size, dtype=np.int64) - np.repeat(starts - np.array(bases, dtype=np.int64), lengths)
+    all_codes[all_owner < 0] = -1
+    unique, inverse = _distinct(np.maximum(all_codes, 0))
     space, weight, cjk, latin, closer = _char_table(unique)
     keep = ~space[inverse] | (all_codes < 0)
     inverse, view, view_owner, view_orig = inverse[keep], all_codes[keep], all_owner[keep], all_orig[keep]
@@ -189,6 +206,12 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
     gap = np.ones(n + 1, dtype=bool)
     gap[1:n] = (view_owner[1:] != view_owner[:-1]) | (view_orig[1:] != view_orig[:-1] + 1)
     kept = np.array([*keeps, False], dtype=bool)[view_owner]  # owner -1 (separators) reads the padding
+    cjk_stop, latin_stop, closers = cjk[inverse] & ~negative, latin[inverse] & ~negative, closer[inverse] & ~negative
+    stop = cjk_stop | latin_stop
+    may_start = np.ones(n + 1, dtype=bool)
+    # What sentence_end needs: a stop right before v, or a stop and a closer after it.
+    may_start[1:n] = (view_owner[1:] != view_owner[:-1]) | stop[:-1]
+    may_start[2:n] |= closers[1:-1] & stop[:-2]
     return _Running(
         keys,
         kept,
@@ -197,10 +220,11 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
         view_owner,
         view_orig,
         np.where(negative, 0, weight[inverse]),
-        cjk[inverse] & ~negative,
-        latin[inverse] & ~negative,
-        closer[inverse] & ~negative,
+        cjk_stop,
+        latin_stop,
+        closers,
         gap,
+        may_start,
     )
 
 
@@ -229,13 +253,21 @@ def _snap(run: _Running, copy: Copy) -> tuple[int, int]:
     def boundary(v: int) -> bool:
         return run.boundary(v) or run.boundary(v - shift)
 
-    p, end = copy.start, copy.end
+    def candidates(lo: int, hi: int) -> list[int]:
+        # The positions in [lo, hi) where boundary() can be True.
+        return (np.flatnonzero(run.may_start[lo:hi] | run.may_start[lo - shift : hi - shift]) + lo).tolist()
+
+    end = copy.end
     # A sentence starts after a stop, not with one (a copy often begins with the stop before it).
-    while p < end and (not boundary(p) or run.cjk_stop[p] or run.latin_stop[p] or run.closer[p]):
-        p += 1
-    q = end
-    while q > p and not boundary(q):
-        q -= 1
+    p = next(
+        (
+            v
+            for v in candidates(copy.start, end)
+            if boundary(v) and not (run.cjk_stop[v] or run.latin_stop[v] or run.closer[v])
+        ),
+        end,
+    )
+    q = next((v for v in reversed(candidates(p + 1, end + 1)) if boundary(v)), p)
     # A bullet read as a stop ("below. ! If the provider") starts the next sentence: the copy ends before it.
     while q - 1 > p and run.latin_stop[q - 1] and run.gap[q - 1] and boundary(q - 1):
         q -= 1
@@ -277,7 +309,9 @@ def find_passages(
     def narrow(copy: Copy) -> tuple[int, int]:
         return _snap(run, copy)
 
-    common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow}
+    # One sort of the windows for both searches: the second one's codes differ only where they are barred.
+    windows = Windows.of(run.codes, WINDOW)
+    common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow, "windows": windows}
     found = find_copies(run.codes, min_weight=min_weight, **common)
     if low < min_weight:
         # The lighter pieces, searched apart so that none stands in a heavy copy's way, outside them
