@@ -243,3 +243,54 @@ def test_the_corpus_s_short_documents_keep_their_titles_and_first_lines(corpus: 
     first = next(line for line in doc.pages[0].text.splitlines() if line.strip())
     how = {c.code for c in result.changes if c.page == 1 and c.text.strip() == first.strip()}
     assert first in result.document.pages[0].text or how == {"furniture.running_header"}
+
+
+def _dmca_excerpt(corpus: Path, tmp_path: Path) -> Path:
+    """The DMCA summary's title page and page 2, as an excerpt of the real PDF."""
+    path = tmp_path / "dmca_1-2.pdf"
+    with pymupdf.open(corpus / "dmca_copyright_office_summary_18p.pdf") as src, pymupdf.open() as out:
+        out.insert_pdf(src, from_page=0, to_page=1)
+        out.save(path)
+    return path
+
+
+def _as_text_file(pdf: Path, path: Path) -> Path:
+    """The PDF's blocks as paragraphs, a form feed between pages: a text file with no fonts to tell a title."""
+    doc = load(pdf, ExtractConfig(ocr="never"))
+    path.write_text("\f".join("\n\n".join(b.text for b in p.blocks) for p in doc.pages), encoding="utf-8")
+    return path
+
+
+def test_a_title_page_s_own_lines_stay_and_its_footer_goes(corpus: Path, tmp_path: Path) -> None:
+    # Page 1 prints the title, its subtitle and the date mid-page, and at its foot the same footer
+    # as page 2 ("Copyright Office Summary", "December 1998", "Page 1"). The date's footer copy on
+    # page 1 stayed: page 2's went first (beside its page number), and page 1's, which the title
+    # page's body also prints, was then on one page only.
+    doc = load(_dmca_excerpt(corpus, tmp_path), ExtractConfig(ocr="never"))
+    result = Furniture()(doc)
+    removed = {(c.page, c.text.strip()) for c in result.changes}
+    footer = {"Copyright Office Summary", "December 1998"}
+    assert removed == {(p, t) for p in (1, 2) for t in (*footer, f"Page {p}")}
+    codes = {(c.page, c.text.strip()): c.code for c in result.changes}
+    assert codes[(1, "December 1998")] == codes[(2, "December 1998")] == "furniture.short.footer"
+    first = [line for b in result.document.pages[0].blocks for line in b.text.split("\n")]
+    title = ["THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998", "U.S. Copyright Office Summary", "December 1998"]
+    assert first[:3] == title
+    assert first.count("December 1998") == 1 and "Copyright Office Summary" not in first
+
+
+@pytest.mark.parametrize("pages", [(0, 1), (0, 17)])
+def test_a_text_file_s_title_in_capitals_is_not_its_running_head(corpus: Path, tmp_path: Path, pages) -> None:
+    # The running head "The Digital Millennium Copyright Act of 1998" (pages 2-18) and the title
+    # page's first line "THE DIGITAL MILLENNIUM ..." share a case-folded key; on a text page the
+    # capitals are the only look that tells them apart. The title counts for the head's run
+    # (its words recur there) but stays; two pages, one of each, show no usual form: both stay.
+    pdf = tmp_path / "dmca.pdf"
+    with pymupdf.open(corpus / "dmca_copyright_office_summary_18p.pdf") as src, pymupdf.open() as out:
+        out.insert_pdf(src, from_page=pages[0], to_page=pages[1])
+        out.save(pdf)
+    removed = {(p, t) for _, p, t in _removed(_as_text_file(pdf, tmp_path / "dmca.txt"))}
+    assert (1, "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998") not in removed
+    heads = {p for p, t in removed if t == "The Digital Millennium Copyright Act of 1998"}
+    assert heads == (set(range(2, 19)) if pages[1] == 17 else set())
+    assert {(p, "December 1998") for p in range(1, pages[1] + 2)} <= removed

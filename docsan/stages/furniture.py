@@ -345,9 +345,12 @@ class Furniture:
             if len(in_body) >= self.data_share * len({c.page_index for c in group}):
                 stats["groups_kept_as_data"] += 1
                 continue
-            placed = _at_usual_place(group, self.position_tolerance)
+            # A title in capitals at the head's place shows the head's words recur there (the run counts it)
+            # but is not the head itself (it stays).
+            placed = _at_usual_place(group, self.position_tolerance, capitals=False)
             placed = [c for c in placed if c.key not in pages[c.page_index].body_keys]
-            kept = self._in_runs(doc, placed)
+            alike = {c.where for c in _in_usual_capitals(placed)}
+            kept = [c for c in self._in_runs(doc, placed) if c.where in alike]
             if kept:
                 stats["groups_removed"] += 1
             for c in kept:
@@ -507,17 +510,19 @@ class Furniture:
             for c in lines.candidates:
                 if c.where not in taken and self._own_page_number(doc, pages, c, taken):
                     out[c.where] = SHORT_PAGE_NUMBER
-        for page, lines in zip(doc.pages, pages, strict=True):
-            out.update(_beside_page_number(page, lines, {**taken, **out}))
-        if len(doc.pages) < 2:
-            return out
-        for group in self._group(pages, {**taken, **out}):
+        # Rule 3 before rule 2: a footer line beside page 2's number goes by rule 2, and page 1's copy of it,
+        # which the title page's body also prints (the DMCA summary's date), is then seen on one page only.
+        for group in self._group(pages, {**taken, **out}) if len(doc.pages) >= 2 else ():
             placed = _at_usual_place(group, self.position_tolerance)
             in_body = {c.page_index for c in placed if c.key in pages[c.page_index].body_keys}
             every = len(placed) == len(doc.pages) == len({c.page_index for c in placed})
             if every and len({c.key for c in placed}) == 1 and len(in_body) <= 1:
                 for c in placed:
                     out[c.where] = SHORT_HEADER if c.band == "top" else SHORT_FOOTER
+        for page, lines in zip(doc.pages, pages, strict=True):
+            out.update(_beside_page_number(page, lines, {**taken, **out}))
+        if len(doc.pages) < 2:
+            return out
         for band in ("top", "bottom"):
             out.update(self._alternating(doc, pages, band, {**taken, **out}))
         for pi in range(len(doc.pages) - 1):
@@ -762,8 +767,8 @@ def _letterless_lines(block: Block) -> int:
     return sum(1 for line in block.text.split("\n") if line.strip() and not _LETTER.search(line))
 
 
-def _at_usual_place(group: list[_Candidate], tolerance: float) -> list[_Candidate]:
-    """Members at the group's usual place and in its usual font size.
+def _at_usual_place(group: list[_Candidate], tolerance: float, *, capitals: bool = True) -> list[_Candidate]:
+    """Members at the group's usual place and in its usual font size (and capitals: ``_in_usual_capitals``).
 
     Usual = the median. Position within ``tolerance`` of the page (text pages:
     within one line); size within 15%, so a title page that prints the running
@@ -773,12 +778,34 @@ def _at_usual_place(group: list[_Candidate], tolerance: float) -> list[_Candidat
     limit = tolerance if group[0].has_geometry else 1.0
     sizes = [c.size for c in group if c.size]
     usual_size = _median(sizes) if sizes else None
-    return [
+    placed = [
         c
         for c in group
         if abs(c.pos - median) <= limit
         and (usual_size is None or not c.size or abs(c.size - usual_size) <= 0.15 * usual_size)
     ]
+    return _in_usual_capitals(placed) if capitals else placed
+
+
+def _in_usual_capitals(group: list[_Candidate]) -> list[_Candidate]:
+    """Members set in capitals as most members are, or not as most are not; those with no cased letters.
+
+    A running line is printed alike on every page, so a member in capitals where
+    most are not (or the reverse) is a title that the key's case folding matched:
+    the DMCA title page's ``THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998`` where the
+    heads print ``The Digital Millennium Copyright Act of 1998``, the only look a
+    text page has. Where neither form is most members', neither is the usual one.
+    """
+    cased = Counter(form for c in group if (form := _in_capitals(c.text)) is not None)
+    usual = next((form for form, n in cased.items() if 2 * n > sum(cased.values())), None)
+    return [c for c in group if _in_capitals(c.text) in (None, usual)]
+
+
+def _in_capitals(text: str) -> bool | None:
+    """Whether the line's cased letters are all capitals; None when it has none (CJK, figures)."""
+    if text.upper() == text.lower():
+        return None
+    return text == text.upper()
 
 
 def _median(values: list[float]) -> float:
