@@ -294,3 +294,19 @@ def test_a_text_file_s_title_in_capitals_is_not_its_running_head(corpus: Path, t
     heads = {p for p, t in removed if t == "The Digital Millennium Copyright Act of 1998"}
     assert heads == (set(range(2, 19)) if pages[1] == 17 else set())
     assert {(p, "December 1998") for p in range(1, pages[1] + 2)} <= removed
+
+
+def test_a_head_between_two_single_lines_of_a_cut_paragraph_goes(corpus: Path, tmp_path: Path) -> None:
+    # A paragraph of two lines cut by the page break after its first: each half is one line, with
+    # no column of its own to show that the first is full; the pages' wrapped paragraphs show it.
+    first, second, third = _dmca_paragraphs(corpus)[:3]
+    lines = textwrap.wrap(second, 76)
+    k = next(i for i in range(1, len(lines)) if lines[i][:1].islower() and lines[i - 1][-1] not in ".:;,")
+    title, even_head = "Northwind Data Systems - Annual Report 2023", "Chapter 2 - Knowledge Base Export"
+    path = tmp_path / "single.txt"
+    path.write_text(_text_pages([[title, first, lines[k - 1], "1"], [even_head, lines[k], third, "2"]]), "utf-8")
+    assert ("furniture.short.mid_paragraph_header", 2, even_head) in _removed(path)
+    # A first half well short of the column is a paragraph's (or a heading's) end: the head stays.
+    short = " ".join(lines[k - 1].split()[:4])
+    path.write_text(_text_pages([[title, first, short, "1"], [even_head, lines[k], third, "2"]]), "utf-8")
+    assert not any(t == even_head for _, _, t in _removed(path))

@@ -47,6 +47,7 @@ from docsan.model import Block, BlockKind, ChangeKind, Document, Page, Table
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.stages.reflow import ENDS_SENTENCE, FIT_RATIO, continues_on_next_page
 from docsan.tables.pipes import parse_pipe_table
+from docsan.text.chardata import display_width
 from docsan.text.pagenum import parse_page_number
 
 _DIGITS = regex.compile(r"\d+")
@@ -554,7 +555,7 @@ class Furniture:
             left, right = tail[i][2], head[j][2]
             if left is None or right is None or (tail[i][1] and _NOTE_MARK.match(left.text.lstrip())):
                 continue  # a footnote at the page's foot is no first half: the paragraph is above it
-            if not continues_on_next_page(left, right, FIT_RATIO):
+            if not continues_on_next_page(left, right, FIT_RATIO, _column(doc.pages[pi : pi + 2])):
                 continue
             return {w: SHORT_MID_PARAGRAPH_FOOTER if w[0] == pi else SHORT_MID_PARAGRAPH_HEADER for w in new}
         return {}
@@ -730,6 +731,22 @@ def _edge_blocks(
         if not at_edge or len(out) > _MAX_EDGE_BLOCKS:
             break
     return out
+
+
+def _column(pages: list[Page]) -> int | None:
+    """The pages' column, in display width: their widest line of a wrapped paragraph (a block of two lines or more).
+
+    Rule 5 of Furniture._short_document measures a single line at a break against it: the
+    halves of a paragraph cut after its first line (one line each side) show no column of their own.
+    """
+    widths = [
+        display_width(line)
+        for page in pages
+        for b in page.blocks
+        if b.kind is BlockKind.TEXT and "\n" in b.text.strip()
+        for line in b.text.split("\n")
+    ]
+    return max(widths, default=None)
 
 
 def _table_grid(block: Block) -> Table | None:

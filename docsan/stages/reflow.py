@@ -307,7 +307,7 @@ class Reflow:
         return "".join(parts)
 
 
-def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
+def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float, column: float | None = None) -> bool:
     """Is ``nxt``, the first block of a page, the rest of ``prev``, the last block of the page before?
 
     All of: both are prose text of one source (and one font size, within 10%,
@@ -321,6 +321,12 @@ def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     something that starts a line of its own (a list item, a numbered
     heading). Furniture must be gone: a running head or a page number left
     between the halves is a block of its own, which fails these tests.
+
+    ``column``: the display width of the pages' wrapped lines, when the caller
+    has the pages' original lines (the furniture stage does, reflow does not).
+    Against it a single line at the foot of a page and a single line at the
+    head of the next still show whether the first was full; where either half
+    has two lines, their own widest line is the measure, as without it.
     """
     if prev.kind is not BlockKind.TEXT or nxt.kind is not BlockKind.TEXT or prev.source is not nxt.source:
         return False
@@ -348,8 +354,11 @@ def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     head_lines = [ln.strip() for ln in split_paragraphs(head)[-1].split("\n") if ln.strip()]
     tail_lines = [ln.strip() for ln in split_paragraphs(tail)[0].split("\n") if ln.strip()]
     if len(head_lines) < 2 and len(tail_lines) < 2:
-        return False
-    widest = max(display_width(ln) for ln in head_lines + tail_lines)
+        if column is None:
+            return False
+        widest = column
+    else:
+        widest = max(display_width(ln) for ln in head_lines + tail_lines)
     return display_width(head_lines[-1]) + 1 + display_width(_first_word(tail)) > fit_ratio * widest
 
 
