@@ -36,9 +36,13 @@ import regex
 
 from bench.noise import STYLES, squash
 
-# Sentence ends: a CJK full stop (and ! ? ;), or a Latin one before a space and a capital.
+# Sentence ends: a CJK full stop (and ! ? ;), or a Latin one before a space and a capital, but not
+# the stop of an abbreviation ("Docket No. FAA-2020-0746", "17 U.S.C.", "John B. Smith", "Boeing Co.").
 _ZH_SENTENCE = regex.compile(r"(?<=[。！？；])")
-_EN_SENTENCE = regex.compile(r"(?<=[.!?])\s+(?=[A-Z“\"(])")
+_EN_SENTENCE = regex.compile(
+    r"(?<!\b(?:\p{L}|No|Nos|Mr|Mrs|Ms|Dr|Prof|St|Inc|Ltd|Co|Corp|Jr|Sr|Fig|Vol|pp|vs|etc|e\.g|i\.e)\.)"
+    r"(?<=[.!?])\s+(?=[A-Z“\"(])"
+)
 # The size of the pieces repeated text is counted in (squashed characters).
 PIECE = 12
 
@@ -178,7 +182,12 @@ def build(
 
     # Copies: passages of 2-6 consecutive sentences, from one paragraph into the next (headings
     # included), inserted later with other paragraph boundaries, until repeat_share of the text.
+    # A copy goes after an item of the base text at or after its source's last item (``after``:
+    # the copies' paragraphs following each base item, in the order inserted), so it always
+    # follows its source; a passage that another copy has come into is not a passage of the
+    # document any more and is not drawn.
     units = _units(items, lang)
+    after: dict[int, list[Item]] = {}
     copies: list[Copy] = []
     total = sum(len(i.text) for i in items)
     repeated = 0
@@ -192,6 +201,8 @@ def build(
         passage = units[start : start + length]
         if len(passage) < 2 or any(u[1] == "table" for u in passage):
             continue
+        if any(k in after for k in range(passage[0][0], passage[-1][0])):
+            continue
         text = _join_units(passage, lang)
         if len(squash(text)) < 60:
             continue
@@ -200,11 +211,12 @@ def build(
         if where is None:
             continue
         new = _reparagraph(passage, lang, rng, fact)
-        _insert(items, where, new, rng, lang, keep={boilerplate})
+        _insert(items, after.setdefault(where, []), where, new, rng, lang, keep={boilerplate})
         copies.append(Copy(text, fact))
         if fact:
             planted.append(fact)
         repeated += len(text)
+    items = [x for k, item in enumerate(items) for x in (item, *after.get(k, ()))]
     ideal = "\n\n".join(_item_text(i) for i in ideal_items) + "".join(f"\n\n{c.fact}" for c in copies if c.fact)
     heads = _HEADS[lang]
     alternating = rng.random() < 0.5
@@ -277,25 +289,35 @@ def _reparagraph(passage: list[tuple[int, str, str]], lang: str, rng: random.Ran
     return out
 
 
-def _insertion_point(items: list[Item], after: int, rng: random.Random) -> int | None:
-    """An item index after the passage's source, where a copy goes (not next to a table)."""
-    choices = [k for k in range(after + 1, len(items) + 1) if items[k - 1].kind != "table"]
+def _insertion_point(items: list[Item], last: int, rng: random.Random) -> int | None:
+    """A base item at or after the passage's source's last item, after which a copy goes (not a table)."""
+    choices = [k for k in range(last, len(items)) if items[k].kind != "table"]
     return rng.choice(choices) if choices else None
 
 
 def _insert(
-    items: list[Item], where: int, new: list[Item], rng: random.Random, lang: str, keep: set[str | None]
+    items: list[Item],
+    following: list[Item],
+    where: int,
+    new: list[Item],
+    rng: random.Random,
+    lang: str,
+    keep: set[str | None],
 ) -> None:
-    """Insert the copy's paragraphs before item ``where``, or glue the first onto the previous paragraph.
+    """Add the copy's paragraphs after base item ``where`` (and the copies already there, ``following``).
 
-    Never onto a paragraph in ``keep`` (the boilerplate stays a paragraph of its own, as it is printed).
+    The first may be glued onto the paragraph before it; never onto a paragraph in ``keep`` (the
+    boilerplate stays a paragraph of its own, as it is printed).
     """
-    prev = items[where - 1] if where > 0 else None
-    if prev is not None and prev.kind == "para" and prev.text not in keep and rng.random() < 0.4:
-        sep = "" if lang == "zh" else " "
-        items[where - 1] = Item("para", prev.text + sep + new[0].text)
+    prev = following[-1] if following else items[where]
+    if prev.kind == "para" and prev.text not in keep and rng.random() < 0.4:
+        glued = Item("para", prev.text + ("" if lang == "zh" else " ") + new[0].text)
+        if following:
+            following[-1] = glued
+        else:
+            items[where] = glued
         new = new[1:]
-    items[where:where] = new
+    following.extend(new)
 
 
 # --- scoring ------------------------------------------------------------------------------------

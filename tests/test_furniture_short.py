@@ -6,11 +6,13 @@ heads and footers in 8 pt in the page bands) and read back by docsan's extractor
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pymupdf
 import pytest
 
+from docsan.api import clean_file
 from docsan.config import Config, ExtractConfig
 from docsan.extract import load
 from docsan.stages.furniture import Furniture
@@ -118,11 +120,126 @@ def test_the_reason_names_the_rule(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["ca_warn_report_16p.pdf", "zh_yancheng_bond_prospectus_tables_1p.pdf"])
 def test_the_corpus_negative_guards_keep_their_data(corpus: Path, name: str) -> None:
-    from docsan.api import clean_file
-
     text = {"ca_warn_report_16p.pdf": "Layoff Permanent"}.get(
         name, "偿还债务的能力很强，受不利经济环境的影响不大，违约风险很低"
     )
     extracted = clean_file(corpus / name, Config(stages=()).with_overrides(extract={"ocr": "never"})).text
     cleaned = clean_file(corpus / name, Config().with_overrides(extract={"ocr": "never"})).text
     assert cleaned.count(text) == extracted.count(text) > 0
+
+
+def _dmca_paragraphs(corpus: Path) -> list[str]:
+    """Real prose: the DMCA summary's long paragraphs of pages 3-4, each on one line."""
+    with pymupdf.open(corpus / "dmca_copyright_office_summary_18p.pdf") as pdf:
+        texts = [" ".join(b[4].split()) for n in (2, 3) for b in pdf[n].get_text("blocks")]
+    return [t for t in texts if len(t) > 300 and t[0].isupper()]
+
+
+def _text_pages(pages: list[list[str]]) -> str:
+    """Form-feed pages of paragraphs (lines wrapped at 76 columns, as a PDF-to-text tool writes them)."""
+
+    def wrap(paragraph: str) -> str:
+        return "\n".join(w for line in paragraph.split("\n") for w in textwrap.wrap(line, 76))
+
+    return "\f".join("\n\n".join(wrap(p) for p in page) for page in pages) + "\n"
+
+
+def _cut(paragraph: str) -> tuple[str, str]:
+    """A paragraph cut by a page break after a full line, mid-sentence: the second half starts in lower case."""
+    lines = textwrap.wrap(paragraph, 76)
+    k = next(i for i in range(2, len(lines)) if lines[i][:1].islower() and lines[i - 1][-1] not in ".:;")
+    return " ".join(lines[:k]), " ".join(lines[k:])
+
+
+def test_a_head_a_paragraph_runs_across_goes_from_a_two_page_text_file(corpus: Path, tmp_path: Path) -> None:
+    first, second, third = _dmca_paragraphs(corpus)[:3]
+    head, rest = _cut(second)
+    title, even_head = "Northwind Data Systems - Annual Report 2023", "Chapter 2 - Knowledge Base Export"
+    path = tmp_path / "two.txt"
+    path.write_text(_text_pages([[title, first, head, "1"], [even_head, rest, third, "2"]]), encoding="utf-8")
+    removed = _removed(path)
+    assert ("furniture.short.mid_paragraph_header", 2, even_head) in removed
+    # Page 1's first line is a title as often as a head: on text pages nothing tells, and it stays.
+    assert not any(t == title for _, _, t in removed)
+    cleaned = clean_file(path, Config()).text
+    assert even_head not in cleaned and title in cleaned
+    assert f"{head} {rest}" in " ".join(cleaned.split())  # reflow joined the halves once the head was gone
+
+    # A page break at a paragraph's end proves nothing: the line after it may be a heading, and stays.
+    path.write_text(_text_pages([[title, first, second, "1"], [even_head, third, "2"]]), encoding="utf-8")
+    assert not any(t == even_head for _, _, t in _removed(path))
+
+
+def test_a_line_between_the_halves_that_ends_a_sentence_is_the_text_s(corpus: Path, tmp_path: Path) -> None:
+    first, second, third = _dmca_paragraphs(corpus)[:3]
+    head, rest = _cut(second)
+    one_line = third.split(". ")[0][:70] + "."
+    path = tmp_path / "three.txt"
+    path.write_text(
+        _text_pages([["Annual Report 2023", first, head, "1"], ["Chapter 2", one_line, rest, "2"]]), encoding="utf-8"
+    )
+    assert not any(code.startswith("furniture.short.mid_paragraph") for code, _, _ in _removed(path))
+
+
+def test_a_footnote_between_the_halves_stays(corpus: Path, tmp_path: Path) -> None:
+    first, second = _dmca_paragraphs(corpus)[:2]
+    head, rest = _cut(second)
+    note = "1 See section 1201 of the Copyright Act, as amended in October 1998"
+    path = tmp_path / "note.txt"
+    path.write_text(_text_pages([["Annual Report 2023", first, head, note, "1"], ["Chapter 2", rest, "2"]]), "utf-8")
+    removed = {t for _, _, t in _removed(path)}
+    assert note not in removed and "Chapter 2" not in removed
+
+
+def test_a_short_last_page_keeps_its_footer_block_at_the_edge(corpus: Path, tmp_path: Path) -> None:
+    paragraphs = _dmca_paragraphs(corpus)
+    footer = "Confidential - for internal use only"
+    pages = [
+        ["Annual Report 2023", paragraphs[0], f"{footer}\n1"],
+        ["Annual Report 2023", paragraphs[1], f"{footer}\n2"],
+        ["Annual Report 2023", paragraphs[2][:120], f"{footer}\n3"],  # two lines of text on the last page
+    ]
+    path = tmp_path / "last.txt"
+    path.write_text(_text_pages(pages), encoding="utf-8")
+    removed = {(p, t) for _, p, t in _removed(path)}
+    assert {(p, footer) for p in (1, 2, 3)} <= removed
+    assert (3, "3") in removed
+
+
+def test_a_footer_printed_on_the_page_number_s_line_goes_even_on_one_page(tmp_path: Path) -> None:
+    footer = "Confidential - for internal use only"
+    removed = _removed(_pdf(tmp_path / "i.pdf", 1, None, footer=lambda n: footer, number=lambda n: "- 251 -"))
+    assert sorted(removed) == [
+        ("furniture.short.beside_page_number", 1, footer),
+        ("furniture.short.page_number", 1, "- 251 -"),
+    ]
+    # Beside a figure no rule confirms as a page number, the line is the page's own.
+    assert _removed(_pdf(tmp_path / "j.pdf", 1, None, footer=lambda n: footer, number=lambda n: "251")) == []
+
+
+SHORT_CORPUS = [
+    "schools_major_contribution_report_5p.pdf",
+    "jal_traffic_data_tables_5p.pdf",
+    "zh_resume_near_duplicate_paragraphs_2p.pdf",
+    "zh_anhui_land_use_standard_tables_1p.pdf",
+    "zh_yancheng_bond_prospectus_tables_1p.pdf",
+    "la_precinct_bulletin_2014_p1.pdf",
+    "nics_background_checks_2015_11.pdf",
+]
+
+
+@pytest.mark.parametrize("name", SHORT_CORPUS)
+def test_the_corpus_s_short_documents_keep_their_titles_and_first_lines(corpus: Path, name: str) -> None:
+    # The rules that one break or one printed line shows fire on none of them, and the first line
+    # stays unless it recurs as a running head over a run of pages (the schools report's, sideways).
+    doc = load(corpus / name, ExtractConfig(ocr="never"))
+    result = Furniture()(doc)
+    codes = {c.code for c in result.changes}
+    assert not codes & {
+        "furniture.short.beside_page_number",
+        "furniture.short.mid_paragraph_header",
+        "furniture.short.mid_paragraph_footer",
+    }
+    first = next(line for line in doc.pages[0].text.splitlines() if line.strip())
+    how = {c.code for c in result.changes if c.page == 1 and c.text.strip() == first.strip()}
+    assert first in result.document.pages[0].text or how == {"furniture.running_header"}

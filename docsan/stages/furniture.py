@@ -45,6 +45,7 @@ from rapidfuzz import fuzz, process
 from docsan.geometry import aligned, is_one_row, is_vertical, line_centres
 from docsan.model import Block, BlockKind, ChangeKind, Document, Page, Table
 from docsan.report import Change, ChangeCode, StageResult
+from docsan.stages.reflow import ENDS_SENTENCE, FIT_RATIO, continues_on_next_page
 from docsan.tables.pipes import parse_pipe_table
 from docsan.text.pagenum import parse_page_number
 
@@ -86,6 +87,20 @@ SHORT_ALTERNATING_HEADER, SHORT_ALTERNATING_FOOTER = (
     )
     for edge, side in (("header", "top"), ("footer", "bottom"))
 )
+SHORT_MID_PARAGRAPH_HEADER, SHORT_MID_PARAGRAPH_FOOTER = (
+    ChangeCode(
+        f"furniture.short.mid_paragraph_{edge}",
+        ChangeKind.REMOVED,
+        f"a short document's line at the {side} of a page, between the two halves of a paragraph that the page"
+        " break cut, beside the page's confirmed furniture",
+    )
+    for edge, side in (("header", "top"), ("footer", "bottom"))
+)
+SHORT_BESIDE_PAGE_NUMBER = ChangeCode(
+    "furniture.short.beside_page_number",
+    ChangeKind.REMOVED,
+    "a short document's line printed on the same line as its page number, at the page's edge",
+)
 # What a removal's reason says: the rule that fired.
 _REASONS = {
     SHORT_PAGE_NUMBER: "page number (short document: its form on its own page)",
@@ -93,7 +108,17 @@ _REASONS = {
     SHORT_FOOTER: "running footer (short document: the same line at the same place on every page)",
     SHORT_ALTERNATING_HEADER: "running header (short document: same place and font on every page, odd/even text)",
     SHORT_ALTERNATING_FOOTER: "running footer (short document: same place and font on every page, odd/even text)",
+    SHORT_BESIDE_PAGE_NUMBER: "running header or footer (short document: on the page number's printed line)",
+    SHORT_MID_PARAGRAPH_HEADER: "running header (short document: a paragraph runs on across it, beside furniture)",
+    SHORT_MID_PARAGRAPH_FOOTER: "running footer (short document: a paragraph runs on across it, beside furniture)",
 }
+_NUMBER_CODES = (PAGE_NUMBER, SHORT_PAGE_NUMBER)
+# How a footnote starts ("1 See 17 U.S.C. 1201", "* Unaudited", "† In thousands"): between the halves
+# of a paragraph at a page's foot it is the page's text, not its furniture (rule 5 of _short_document).
+_NOTE_MARK = regex.compile(r"[\d*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰]")
+# Blocks between a page edge and its text that rule 5 of _short_document looks at: a head or a
+# footer is a few lines, with a page number; a page of many tiny blocks at its edge costs no more.
+_MAX_EDGE_BLOCKS = 6
 # Dashes around a bare number ("- 3 -", "— 3 —"): set off as a page number, whatever its value.
 _DASHED = regex.compile(r"[-–—]\s{0,3}\d{1,5}\s{0,3}[-–—]")
 _OF_TOTAL = regex.compile(r"\d{1,5}\s{0,3}/\s{0,3}(\d{1,5})")
@@ -229,9 +254,10 @@ class Furniture:
             if line_key(line)
         ]
         n = len(lines)
-        # On a short page the edges shrink: at most a third of its lines at
-        # each end can be furniture, the rest is what the page is about.
-        edge = min(self.edge_lines, max(1, n // 3))
+        # On a short page the edges shrink: the two edges together leave at least one line of what
+        # the page is about (a third at each end was too few for a document's short last page: a
+        # two-line footer block under two lines of text was body there, and went on no page).
+        edge = min(self.edge_lines, max(1, (n - 1) // 2))
         # A line of a paragraph that runs on past the edge is the paragraph's, not
         # furniture: on a text page a head or footer is a paragraph of its own.
         first_rank: dict[int, int] = {}
@@ -458,20 +484,31 @@ class Furniture:
            furniture between it and the edge, alone among the figures of its
            block) that says its page's own number, or is set off by dashes
            (``- 251 -``), or counts the document's pages (``2 / 3``).
-        2. The same line (digits aside) at the same place on every page of a
+        2. On a PDF page, a line printed on the page number's line (side by
+           side with it at the page's edge, in its font size): a footer such
+           as "Confidential" left of "- 251 -", even on a single page.
+        3. The same line (digits aside) at the same place on every page of a
            document of two pages or more, even where one page's body holds
            it too (a title page printing the running title).
-        3. On every page, at its outermost edge, a line at the same place, in
+        4. On every page, at its outermost edge, a line at the same place, in
            the same font and one smaller than the body's, whose text takes
            one value on odd pages and another on even ones: a book layout's
            alternating heads, each printed on one page or two. Text pages
            (no fonts) need three pages, so that one of the texts recurs.
+        5. A line at a page break between the two halves of a paragraph (the
+           last block of one page does not end its sentence and the next
+           page's first block goes on with it, as reflow joins them), next
+           to furniture already found at that break: a heading or a
+           caption does not stand inside a sentence, a running head does.
+           Not a line that ends a sentence or starts like a footnote.
         """
         out: dict[Where, ChangeCode] = {}
         for lines in pages:
             for c in lines.candidates:
                 if c.where not in taken and self._own_page_number(doc, pages, c, taken):
                     out[c.where] = SHORT_PAGE_NUMBER
+        for page, lines in zip(doc.pages, pages, strict=True):
+            out.update(_beside_page_number(page, lines, {**taken, **out}))
         if len(doc.pages) < 2:
             return out
         for group in self._group(pages, {**taken, **out}):
@@ -483,7 +520,39 @@ class Furniture:
                     out[c.where] = SHORT_HEADER if c.band == "top" else SHORT_FOOTER
         for band in ("top", "bottom"):
             out.update(self._alternating(doc, pages, band, {**taken, **out}))
+        for pi in range(len(doc.pages) - 1):
+            out.update(self._mid_paragraph(doc, pages, pi, {**taken, **out}))
         return out
+
+    def _mid_paragraph(
+        self, doc: Document, pages: list[_PageLines], pi: int, taken: dict[Where, ChangeCode]
+    ) -> dict[Where, ChangeCode]:
+        """Rule 5 of _short_document at the break after page ``pi``.
+
+        Each half is tried as each block from the break inwards that stands at the edge, and the
+        first that does not: a paragraph's one-line end at the foot of a page is an edge line as
+        much as a footer is. The fewest blocks between the halves win.
+        """
+        tail = _edge_blocks(doc.pages[pi], pages[pi], pi, "bottom", taken)
+        head = _edge_blocks(doc.pages[pi + 1], pages[pi + 1], pi + 1, "top", taken)
+        options = sorted(((i, j) for i in range(len(tail)) for j in range(len(head))), key=sum)
+        for i, j in options:
+            if not all(at_edge for _, at_edge, _ in tail[:i] + head[:j]):
+                continue  # a block between the halves that is not at the edge: body text
+            between = [w for lines, _, _ in tail[:i] + head[:j] for w in lines]
+            new = [w for w in between if w not in taken]
+            if not new or len(new) == len(between):
+                continue  # nothing to remove, or no furniture confirmed at this break
+            texts = [doc.pages[w[0]].blocks[w[1]].text.split("\n")[w[2]].strip() for w in new]
+            if any(not _LETTER.search(t) or t[-1] in ENDS_SENTENCE or _NOTE_MARK.match(t) for t in texts):
+                continue  # a figure or a number no rule confirmed; a sentence's end; a footnote
+            left, right = tail[i][2], head[j][2]
+            if left is None or right is None or (tail[i][1] and _NOTE_MARK.match(left.text.lstrip())):
+                continue  # a footnote at the page's foot is no first half: the paragraph is above it
+            if not continues_on_next_page(left, right, FIT_RATIO):
+                continue
+            return {w: SHORT_MID_PARAGRAPH_FOOTER if w[0] == pi else SHORT_MID_PARAGRAPH_HEADER for w in new}
+        return {}
 
     def _own_page_number(
         self, doc: Document, pages: list[_PageLines], c: _Candidate, taken: dict[Where, ChangeCode]
@@ -510,7 +579,7 @@ class Furniture:
     def _alternating(
         self, doc: Document, pages: list[_PageLines], band: Band, taken: dict[Where, ChangeCode]
     ) -> dict[Where, ChangeCode]:
-        """Rule 3 of _short_document for one band."""
+        """Rule 4 of _short_document for one band."""
         chosen: list[_Candidate] = []
         for page, lines in zip(doc.pages, pages, strict=True):
             # The head of every page, whether a run already confirmed it or not.
@@ -518,7 +587,7 @@ class Furniture:
                 c
                 for c in lines.candidates
                 if c.band == band
-                and taken.get(c.where) not in (PAGE_NUMBER, SHORT_PAGE_NUMBER)
+                and taken.get(c.where) not in _NUMBER_CODES
                 and _LETTER.search(c.key)
                 and c.key not in lines.body_keys
                 and self._at_edge(page, lines, c, taken)
@@ -608,6 +677,54 @@ def _outermost(page: Page, c: _Candidate, remove: dict[Where, ChangeCode]) -> bo
         if any(line.strip() and (c.page_index, bi, li) not in remove for li, line in enumerate(lines)):
             return False
     return True
+
+
+def _beside_page_number(page: Page, lines: _PageLines, taken: dict[Where, ChangeCode]) -> dict[Where, ChangeCode]:
+    """Rule 2 of Furniture._short_document on one page: the lines on a page number's printed line."""
+    numbers = [c for c in lines.candidates if c.has_geometry and c.size and taken.get(c.where) in _NUMBER_CODES]
+    out: dict[Where, ChangeCode] = {}
+    for c in lines.candidates:
+        if c.where in taken or not c.has_geometry or not c.size or not _LETTER.search(c.key):
+            continue
+        beside = any(
+            n.band == c.band
+            and abs(n.pos - c.pos) * (page.height or 0.0) <= 0.5 * max(n.size or 0.0, c.size)
+            and abs((n.size or 0.0) - c.size) <= 0.15 * c.size
+            for n in numbers
+        )
+        # The geometry first: only a line on a number's row pays for the look at the page's other blocks.
+        if beside and c.key not in lines.body_keys and _outermost(page, c, {**taken, **out}):
+            out[c.where] = SHORT_BESIDE_PAGE_NUMBER
+    return out
+
+
+def _edge_blocks(
+    page: Page, lines: _PageLines, pi: int, band: Band, taken: dict[Where, ChangeCode]
+) -> list[tuple[list[Where], bool, Block | None]]:
+    """The page's text blocks from its ``band`` edge inwards, up to the first that is not all edge lines.
+
+    Each: its lines (where); whether all of them are edge lines (candidates of the band) or
+    taken, so that the block can stand between the halves of a paragraph; and the block as it
+    stands once the ``taken`` lines are gone (None when nothing is left), to be tried as a half.
+    """
+    edge = {(c.block_index, c.line_index) for c in lines.candidates if c.band == band}
+    order = range(len(page.blocks) - 1, -1, -1) if band == "bottom" else range(len(page.blocks))
+    out: list[tuple[list[Where], bool, Block | None]] = []
+    for bi in order:
+        block = page.blocks[bi]
+        if block.kind is not BlockKind.TEXT:
+            break
+        text = block.text.split("\n")
+        keyed = [(pi, bi, li) for li, line in enumerate(text) if line_key(line)]
+        if not keyed:
+            continue
+        kept = [line for li, line in enumerate(text) if (pi, bi, li) not in taken]
+        half = block.with_text("\n".join(kept)) if any(line.strip() for line in kept) else None
+        at_edge = all(w in taken or w[1:] in edge for w in keyed)
+        out.append((keyed, at_edge, half))
+        if not at_edge or len(out) > _MAX_EDGE_BLOCKS:
+            break
+    return out
 
 
 def _table_grid(block: Block) -> Table | None:

@@ -40,8 +40,10 @@ ACROSS_PAGES = ChangeCode(
     ChangeKind.REWRITTEN,
     "a paragraph cut by a page break joined back, on the page where it starts (its line breaks reflowed too)",
 )
+# The default of Reflow.fit_ratio (the furniture stage judges a page break's halves by it too).
+FIT_RATIO = 0.85
 # What ends a paragraph's last line on purpose: a sentence end, a colon (a list follows).
-_ENDS_SENTENCE = frozenset(".!?:;。！？：；…")
+ENDS_SENTENCE = frozenset(".!?:;。！？：；…")
 _CLOSING = frozenset("”’」』）)]\"'")
 _OPENS = frozenset("([{“‘「『（【《-–—/")
 _CONTINUES = frozenset(",;:)]}’”」』、，；：）】》")
@@ -96,7 +98,7 @@ class Reflow:
     # Below 1 because widths are counted in characters while fonts are
     # proportional: a line of "m"s holds fewer characters than a line of
     # "i"s, so "fits" must fit with room to spare.
-    fit_ratio: float = Field(0.85, gt=0, le=1)
+    fit_ratio: float = Field(FIT_RATIO, gt=0, le=1)
     # A block whose longest line is narrower than this (display columns, a
     # CJK character counting two) is a list of short lines (names, an
     # address, a form) and not wrapped prose: its breaks are kept.
@@ -120,7 +122,7 @@ class Reflow:
     # separate words with spaces. Spaces next to Latin letters or digits are
     # left as they are.
     remove_cjk_spaces: bool = True
-    # Join a paragraph that a page break cut in two (see _continues_on_next_page):
+    # Join a paragraph that a page break cut in two (see continues_on_next_page):
     # once the furniture stage has removed the running head and page number
     # between them, the halves are the last block of one page and the first
     # of the next.
@@ -191,7 +193,7 @@ class Reflow:
     def _join_pages(
         self, page_groups: list[list[tuple[Block, tuple[Block, ...]]]]
     ) -> dict[tuple[int, int], tuple[int, int]]:
-        """Which page's first block continues the previous page's last (see _continues_on_next_page).
+        """Which page's first block continues the previous page's last (see continues_on_next_page).
 
         Returns (page index, group index) of each continuation -> that of the
         block it continues. A paragraph over three pages: the middle page is
@@ -205,7 +207,7 @@ class Reflow:
                 continue
             if last is not None:
                 prev = page_groups[last[0]][last[1]][0]
-                if _continues_on_next_page(prev, groups[0][0], self.fit_ratio):
+                if continues_on_next_page(prev, groups[0][0], self.fit_ratio):
                     heads[(i, 0)] = last
             last = (i, len(groups) - 1)
         return heads
@@ -305,7 +307,7 @@ class Reflow:
         return "".join(parts)
 
 
-def _continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
+def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     """Is ``nxt``, the first block of a page, the rest of ``prev``, the last block of the page before?
 
     All of: both are prose text of one source (and one font size, within 10%,
@@ -330,7 +332,7 @@ def _continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float) -> bool:
     if is_short_lines(head) or is_short_lines(tail):
         return False  # a list, a form or a table read as text: its pieces are not a paragraph's lines
     end = head[-2] if head[-1] in _CLOSING and len(head) > 1 else head[-1]
-    if end in _ENDS_SENTENCE or _ends_own_line(head):
+    if end in ENDS_SENTENCE or _ends_own_line(head):
         return False
     first = tail[0]
     # An opening bracket or quote, a hyphen or a dash cannot end a paragraph: whatever comes next continues it.
