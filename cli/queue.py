@@ -6,14 +6,11 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from docsan.errors import DocsanError
-from docsan.runner.backends.factory import make_backend
-from docsan.runner.queue import DeferredQueue, Job, recovered_note, run_pending
-from docsan.runner.tiers import build_tiers
 
 from .common import (
     BackendChoice,
@@ -28,6 +25,9 @@ from .common import (
 )
 from .exit_codes import ExitCode
 from .help import Command, Group
+
+if TYPE_CHECKING:  # the runner is imported when a queue command runs, not by every `docsan` start
+    from docsan.runner.queue import DeferredQueue, Job
 
 queue_app = typer.Typer(
     help="Inspect and drain the deferred queue.",
@@ -67,6 +67,10 @@ def run_jobs(
     config_file: ConfigOption = None,
 ) -> None:
     """Run pending jobs on their tiers and store the answers (see them with `queue list --format json`)."""
+    from docsan.runner.backends.factory import make_backend
+    from docsan.runner.queue import run_pending
+    from docsan.runner.tiers import build_tiers
+
     config = get_config(config_file)
     try:
         runner_backend = make_backend(
@@ -90,6 +94,8 @@ def run_jobs(
 
 def _open(path: Path | None) -> DeferredQueue:
     """The queue, with the jobs a dead process left running taken back first (each said on stderr)."""
+    from docsan.runner.queue import DeferredQueue, recovered_note
+
     queue = DeferredQueue(path)
     for job in queue.recover_orphans():
         err_console.print(f"docsan: {recovered_note(job)}", highlight=False)

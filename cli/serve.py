@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 from typing import Annotated
 
 import typer
@@ -30,6 +28,9 @@ def serve(
 
     With no tier base_url, the embedded vLLM CPU server (bundled SmolLM2) is started as the upstream.
     """
+    import asyncio  # here, with uvicorn: `docsan clean` never needs an event loop
+    import signal
+
     import uvicorn
 
     from docsan.serve.app import create_app

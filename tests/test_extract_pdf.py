@@ -9,7 +9,7 @@ import pytest
 from docsan.config import ExtractConfig
 from docsan.extract import load
 from docsan.extract.pdf import load_pdf
-from docsan.extract.textlayer_quality import assess
+from docsan.extract.textlayer_quality import Quality, assess
 from docsan.model import BlockKind, Document, Source
 from docsan.text.joining import join_pieces
 
@@ -141,6 +141,26 @@ def test_quality_scores_real_text_and_junk() -> None:
     assert assess("\ufffd\ufffd\ufffd \ufffd\ufffd \ufffd\ufffd\ufffd\ufffd").garbage
     assert assess("«POAH «3E*»CM tanntxim. n»Bfl. iseorty ttsrootj saifii").garbage
     assert not assess("").garbage
+
+
+@pytest.mark.parametrize(
+    ("token", "units"),
+    [
+        ("1040NR,", (1, 0, 0)),  # numbers and codes: good
+        ("cancer?......8", (1, 0, 0)),  # leaders are layout, not symbols
+        ("$1,234.56", (1, 0, 0)),
+        ('"7+%-', (0, 0, 1)),  # mostly symbols
+        ("H^uid", (0, 0, 1)),  # a symbol wedged between letters
+        ("a\x07b", (0, 0, 1)),  # a control character
+        ("(cid:12)", (0, 0, 1)),
+        ("......", (0, 0, 0)),  # no letter or digit: not judged
+        ("**bold**", (1, 0, 0)),
+        ("naïve", (1, 0, 0)),
+        ("rÜñê", (0, 0, 1)),
+    ],
+)
+def test_token_verdicts(token: str, units: tuple[int, int, int]) -> None:
+    assert assess(token) == Quality(*units)
 
 
 def test_cjk_pieces_are_joined_without_spaces() -> None:

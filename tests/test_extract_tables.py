@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from docsan.config import ExtractConfig
 from docsan.extract.pdf import load_pdf
 from docsan.model import Block, BlockKind, Document, Source, Table
+from docsan.tables.ruled import SNAP, _components
 
 NO_OCR = ExtractConfig(ocr="never")
 
@@ -123,3 +125,43 @@ def test_tables_option(corpus: Path, tables_on: bool) -> None:
     doc = load_pdf(corpus / "epa_spanning_cells.pdf", ExtractConfig(ocr="never", tables=tables_on))
     assert bool(_tables(doc)) is tables_on
     assert "Server closets" in doc.text
+
+
+def _touching_groups(hs: list, vs: list) -> list[set[tuple[str, int]]]:
+    """The components by definition: a horizontal and a vertical rule are joined when they cross (within SNAP)."""
+
+    def crosses(h: tuple, v: tuple) -> bool:
+        return h[0] - SNAP <= v[2] <= h[1] + SNAP and v[0] - SNAP <= h[2] <= v[1] + SNAP
+
+    seen: set[tuple[str, int]] = set()
+    groups = []
+    for start in [("h", i) for i in range(len(hs))] + [("v", j) for j in range(len(vs))]:
+        if start in seen:
+            continue
+        group, todo = {start}, [start]
+        while todo:
+            kind, i = todo.pop()
+            others = [("v", j) for j in range(len(vs)) if kind == "h" and crosses(hs[i], vs[j])]
+            others += [("h", j) for j in range(len(hs)) if kind == "v" and crosses(hs[j], vs[i])]
+            for o in others:
+                if o not in group:
+                    group.add(o)
+                    todo.append(o)
+        seen |= group
+        groups.append(group)
+    return groups
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rule_components_are_the_touching_groups(seed: int) -> None:
+    rnd = random.Random(seed)
+
+    def rule() -> tuple[float, float, float]:
+        a = float(rnd.randint(0, 20) * 5) if rnd.random() < 0.5 else rnd.uniform(0, 100)
+        return (a, a + rnd.uniform(0, 60), float(rnd.randint(0, 20) * 5) if rnd.random() < 0.5 else rnd.uniform(0, 100))
+
+    hs, vs = [rule() for _ in range(rnd.randint(0, 25))], [rule() for _ in range(rnd.randint(0, 25))]
+    want = _touching_groups(hs, vs)
+    got = _components(hs, vs)
+    # same groups, in order of their first horizontal rule, then of their first vertical one
+    assert [({("h", hs.index(h)) for h in g[0]} | {("v", vs.index(v)) for v in g[1]}) for g in got] == want

@@ -13,6 +13,7 @@ from docsan.model import BBox, Block, BlockKind, Document, Page, Table
 from docsan.stages import build_stage
 from docsan.stages.repeats import Repeats
 from docsan.text.chardata import is_cjk, is_separator
+from docsan.text.rolling_hash import doubled_hashes, prefix_hashes, window_hashes
 from docsan.text.runs import find_runs
 
 STAGE = Repeats()
@@ -75,6 +76,17 @@ def test_find_runs_respects_separators() -> None:
     codes = _codes("abcabc|abcabc")
     codes[6] = -1
     assert {(r.start, r.end, r.period) for r in find_runs(codes, max_period=8)} == {(0, 6, 3), (7, 13, 3)}
+
+
+def test_doubled_hashes_are_the_window_hashes() -> None:
+    # find_runs derives each octave's window hashes from the last one's: they must be the same residues
+    rng = np.random.default_rng(7)
+    codes = rng.integers(-50, 0x10FFFF, 5_000).astype(np.int64)  # negatives: separators
+    prefix, inv = prefix_hashes(codes)
+    hashes, width = window_hashes(prefix, inv, 3, slice(0, codes.size - 2)), 3
+    while 2 * width <= codes.size:
+        hashes, width = doubled_hashes(hashes, width), 2 * width
+        assert np.array_equal(hashes, window_hashes(prefix, inv, width, slice(0, codes.size - width + 1)))
 
 
 # --- what collapses --------------------------------------------------------------------------------

@@ -50,6 +50,8 @@ def _short_cells(cells: list[str]) -> bool:
 def _is_row_block(block: Block) -> bool:
     if block.kind is not BlockKind.TEXT or block.bbox is None:
         return False
+    if block.text.count("\n") < MIN_CELLS - 1:
+        return False  # fewer lines than a row has cells: no need to strip and measure them
     if not _short_cells([line.strip() for line in block.text.split("\n") if line.strip()]):
         return False
     # Side by side: the block is one text line thick (along y, or along x for sideways text).
@@ -68,12 +70,13 @@ def _line_runs(page: Page) -> list[list[str]]:
     run: list[Block] = []
     for block in [*page.blocks, Block("")]:
         cells = block.text.count("\n") + 1
-        if _is_row_block(block) and run and abs(cells - (run[-1].text.count("\n") + 1)) <= 1:
+        is_row = _is_row_block(block)
+        if is_row and run and abs(cells - (run[-1].text.count("\n") + 1)) <= 1:
             run.append(block)
             continue
         if len(run) >= MIN_ROWS:
             tables.append([table_row_text(b.text.split("\n")) for b in run])
-        run = [block] if _is_row_block(block) else []
+        run = [block] if is_row else []
     return tables
 
 

@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+import numpy as np
+
 from docsan.geometry import Rect
 from docsan.model import Cell, Table
 from docsan.tables.figures import is_figure
@@ -52,6 +54,9 @@ ROW_GAP = 3.0
 SPLIT_SHARE = 0.8
 # A cell border counts as drawn when rules cover this share of it.
 BORDER_COVERAGE = 0.6
+
+# Candidate crossings (horizontal rule, vertical rule) compared in one array step, bounding its memory.
+_CROSSING_SLICE = 1 << 18
 
 HRule = tuple[float, float, float]  # x0, x1, y
 VRule = tuple[float, float, float]  # y0, y1, x
@@ -97,29 +102,56 @@ def _merge(rules: list[tuple[float, float, float]]) -> list[tuple[float, float, 
 
 
 def _components(hs: list[HRule], vs: list[VRule]) -> list[tuple[list[HRule], list[VRule]]]:
-    parent = list(range(len(hs) + len(vs)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    order = sorted(range(len(vs)), key=lambda j: vs[j][2])
-    xs = [vs[j][2] for j in order]
-    for i, (x0, x1, y) in enumerate(hs):
-        # Only vertical rules whose x lies on this horizontal rule can cross it.
-        for k in range(bisect_left(xs, x0 - SNAP), bisect_right(xs, x1 + SNAP)):
-            j = order[k]
-            y0, y1, _ = vs[j]
-            if y0 - SNAP <= y <= y1 + SNAP:
-                parent[find(i)] = find(len(hs) + j)
+    """Rules that touch, joined: groups in order of their first horizontal rule, then of their first vertical one."""
+    label = _component_labels(hs, vs)
     groups: dict[int, tuple[list[HRule], list[VRule]]] = {}
-    for i, h in enumerate(hs):
-        groups.setdefault(find(i), ([], []))[0].append(h)
-    for j, v in enumerate(vs):
-        groups.setdefault(find(len(hs) + j), ([], []))[1].append(v)
+    for h, root in zip(hs, label[: len(hs)], strict=True):
+        groups.setdefault(root, ([], []))[0].append(h)
+    for v, root in zip(vs, label[len(hs) :], strict=True):
+        groups.setdefault(root, ([], []))[1].append(v)
     return list(groups.values())
+
+
+def _component_labels(hs: list[HRule], vs: list[VRule]) -> list[int]:
+    """Each rule's component as its smallest index (horizontal rules first, then vertical).
+
+    Whole-array work: a page of a large grid has tens of thousands of crossings,
+    which a union-find visited one Python step at a time. The crossings are
+    taken in slices of bounded size, and labels spread along them (each rule
+    takes the smallest label of a rule it crosses, then of its label's rule)
+    until nothing changes: a grid's components are a few crossings wide.
+    """
+    label = np.arange(len(hs) + len(vs))
+    if not hs or not vs:
+        return label.tolist()
+    h, v = np.array(hs, dtype=np.float64), np.array(vs, dtype=np.float64)
+    order = np.argsort(v[:, 2], kind="stable")
+    xs = v[order, 2]
+    # Only vertical rules whose x lies on a horizontal rule can cross it.
+    lo = np.searchsorted(xs, h[:, 0] - SNAP, side="left")
+    counts = np.maximum(np.searchsorted(xs, h[:, 1] + SNAP, side="right") - lo, 0)
+    ends = np.cumsum(counts)
+    starts = ends - counts  # candidate g of rule i is vertical rule order[lo[i] + g - starts[i]]
+    src_parts, dst_parts = [], []
+    first = 0
+    while first < len(hs):
+        last = max(int(np.searchsorted(ends, starts[first] + _CROSSING_SLICE, side="right")), first + 1)
+        i = np.repeat(np.arange(first, last), counts[first:last])
+        j = order[lo[i] + np.arange(starts[first], ends[last - 1]) - starts[i]]
+        y = h[i, 2]
+        crossing = (v[j, 0] - SNAP <= y) & (y <= v[j, 1] + SNAP)
+        src_parts.append(i[crossing])
+        dst_parts.append(len(hs) + j[crossing])
+        first = last
+    src, dst = np.concatenate(src_parts), np.concatenate(dst_parts)
+    while True:
+        new = label.copy()
+        np.minimum.at(new, src, label[dst])
+        np.minimum.at(new, dst, label[src])
+        new = new[new]
+        if np.array_equal(new, label):
+            return label.tolist()
+        label = new
 
 
 def _positions(values: list[float]) -> list[float]:

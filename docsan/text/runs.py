@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from docsan.text.rolling_hash import lce, prefix_hashes, sparse_hashes, window_hashes
+from docsan.text.rolling_hash import doubled_hashes, lce, prefix_hashes, sparse_hashes, window_hashes
 
 # Periods below this are compared directly; at and above it by anchored hashes.
 SMALL = 16
@@ -114,6 +114,8 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
     prefix = inv = np.empty(0, dtype=np.int64)  # built on first use: periodic inputs never need them
     rev = codes[::-1]
     found: list[Run] = []
+    # The last dense octave's hashes of every window (width half): the next octave's follow by doubling.
+    full: np.ndarray | None = None
     big = SMALL
     while big <= max_period and 2 * big <= n:
         half = big // 2
@@ -124,6 +126,7 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
         keep_anchor = reach_at < anchors + half + 2 * big - 1
         anchors, reach_at = anchors[keep_anchor], reach_at[keep_anchor]
         if not anchors.size:
+            full = None
             big *= 2
             continue
         if not prefix.size:
@@ -135,10 +138,16 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
             # Hash every window once (int32: residues < 2**31, half the memory traffic),
             # padded with unique negatives so windows past the end never match;
             # shifted[a, j] is the hash of the window big + j after a.
+            if full is not None and full.size == n - half // 2 + 1:
+                full = doubled_hashes(full, half // 2)
+            else:
+                full = window_hashes(prefix, inv, half, slice(0, n - half + 1))
             win = np.empty(n - half + 1 + 2 * big, dtype=np.int32)
-            win[: n - half + 1] = window_hashes(prefix, inv, half, slice(0, n - half + 1))
+            win[: n - half + 1] = full
             win[n - half + 1 :] = -1 - np.arange(2 * big, dtype=np.int32)
             shifted = np.lib.stride_tricks.sliding_window_view(win, width)
+        else:
+            full = None
         octave: list[Run] = []
         done: dict[int, int] = {}
         offsets = big + np.arange(width)
