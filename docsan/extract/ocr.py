@@ -4,6 +4,10 @@
   exceed ``ocr_max_megapixels``: then the resolution is lowered to fit (a
   30-inch page at 300 dpi is 81 megapixels; tesseract's memory and time grow
   with the pixel count, not with the text on the page).
+* Memory: drawing a scan page decodes its image at full resolution (a
+  9000 x 9000 RGB scan is 243 MB) and MuPDF's store keeps it after the draw;
+  ``_render`` empties the store at once and copies the pixels only into the
+  PIL image, so what OSD and tesseract run beside is the grey page image.
 * Orientation and script: tesseract's OSD (``--psm 0``) on a copy scaled to
   ~150 dpi, which is plenty for OSD and four times cheaper; the page image is
   turned upright before recognition. Without this an upside-down page comes
@@ -89,8 +93,14 @@ def _dpi_within_limit(rect: pymupdf.Rect, dpi: int, max_megapixels: float) -> in
 
 
 def _render(page: pymupdf.Page, dpi: int) -> Image.Image:
+    """The page in grey at ``dpi``, and nothing of it left in MuPDF's memory (see the module docstring)."""
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
-    return Image.frombytes("L", (pix.width, pix.height), pix.samples)
+    # MuPDF's store keeps the scan's decoded full-resolution image (up to 256 MB) for a reuse that does not
+    # come: a scan page is drawn once. Emptying it now, not at the end of the document, is what keeps it out
+    # of the memory held through OSD and recognition.
+    pymupdf.TOOLS.store_shrink(100)
+    # From the pixmap's own buffer: ``pix.samples`` would be one more copy of the page.
+    return Image.frombytes("L", (pix.width, pix.height), pix.samples_mv)
 
 
 def _osd(image: Image.Image, dpi: int, config: ExtractConfig) -> tuple[int, str | None]:
