@@ -2,10 +2,13 @@
 
 ``ru_maxrss`` of a waited-for child includes its own children (tesseract,
 221 MB on these files), so each run is sampled instead: every 0.1 s, the
-resident set of every process of the run's tree, the highest per process kept,
-docsan's processes (the CLI and its ``--jobs`` workers) and tesseract's
-reported apart. A peak between two samples is missed; that undercounts, never
-overcounts. Cases:
+resident set of each docsan process (the CLI, its ``--jobs`` workers) and of
+the tesseract it runs. Reported, each the highest of the run: ``docsan`` (one
+docsan process), ``docsan_beside_tesseract`` (one docsan process while its
+tesseract runs: what OCR holds through OSD and recognition, not the draw),
+``docsan_plus_tesseract`` (the two together: what one worker costs the
+machine) and ``tesseract``. A peak between two samples is missed; that
+undercounts, never overcounts. Cases:
 
 * ``huckfinn_mixed_scans_6p.pdf`` (a 30-inch page holding a 9000 x 9000 RGB
   scan) and ``mixed_text_and_image_pages_2p.pdf``, each alone, ``--jobs 1``;
@@ -37,10 +40,17 @@ FILES = ("huckfinn_mixed_scans_6p.pdf", "mixed_text_and_image_pages_2p.pdf")
 SAMPLE_S = 0.1
 
 
-def _sample(proc: subprocess.Popen) -> tuple[float, float]:
-    """(highest RSS of one docsan process, highest RSS of one tesseract process), in MB, until ``proc`` ends."""
+def _rss_mb(p: psutil.Process) -> float:
+    try:
+        return p.memory_info().rss / 1e6
+    except psutil.NoSuchProcess:
+        return 0.0
+
+
+def _sample(proc: subprocess.Popen) -> dict[str, float]:
+    """Peaks in MB over one run, until ``proc`` ends (see the module docstring)."""
     root = psutil.Process(proc.pid)
-    peaks: dict[tuple[int, str], float] = {}
+    peak = dict.fromkeys(("docsan", "docsan_beside_tesseract", "docsan_plus_tesseract", "tesseract"), 0.0)
     while proc.poll() is None:
         try:
             tree = [root, *root.children(recursive=True)]
@@ -48,14 +58,19 @@ def _sample(proc: subprocess.Popen) -> tuple[float, float]:
             break
         for p in tree:
             try:
-                key = (p.pid, p.name())
-                peaks[key] = max(peaks.get(key, 0.0), p.memory_info().rss / 1e6)
+                if p.name().startswith("tesseract"):
+                    continue
+                kids = [k for k in p.children() if k.name().startswith("tesseract")]
             except psutil.NoSuchProcess:
                 continue
+            own, tess = _rss_mb(p), sum(_rss_mb(k) for k in kids)
+            peak["docsan"] = max(peak["docsan"], own)
+            peak["tesseract"] = max(peak["tesseract"], tess)
+            if kids:
+                peak["docsan_beside_tesseract"] = max(peak["docsan_beside_tesseract"], own)
+                peak["docsan_plus_tesseract"] = max(peak["docsan_plus_tesseract"], own + tess)
         time.sleep(SAMPLE_S)
-    ours = max((v for (_, name), v in peaks.items() if not name.startswith("tesseract")), default=0.0)
-    tess = max((v for (_, name), v in peaks.items() if name.startswith("tesseract")), default=0.0)
-    return ours, tess
+    return peak
 
 
 def run_case(root: Path, inputs: list[Path], jobs: int) -> dict:
@@ -63,13 +78,12 @@ def run_case(root: Path, inputs: list[Path], jobs: int) -> dict:
         cmd = [sys.executable, "-m", "cli", "clean", *map(str, inputs), "-o", out, "-q", "--jobs", str(jobs)]
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        ours, tess = _sample(proc)
+        peak = _sample(proc)
         stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         return {
             "rc": proc.wait(),
             "wall_s": round(time.monotonic() - t0, 1),
-            "peak_docsan_mb": round(ours),
-            "peak_tesseract_mb": round(tess),
+            **{f"peak_{k}_mb": round(v) for k, v in peak.items()},
             "stderr_tail": stderr[-300:],
         }
 
