@@ -71,31 +71,29 @@ SHORT_PAGE_NUMBER = ChangeCode(
     ChangeKind.REMOVED,
     "a short document's page number, by its form on its own page: its page's number, or set off by dashes",
 )
-SHORT_HEADER, SHORT_FOOTER = (
-    ChangeCode(
-        f"furniture.short.{edge}",
-        ChangeKind.REMOVED,
-        f"the same line at the same place at the {side} of every page of a short document",
+
+
+def _edge_codes(name: str, description: str) -> tuple[ChangeCode, ChangeCode]:
+    """The header and footer codes of one rule: ``{edge}`` in the name and ``{side}`` in the description."""
+    header, footer = (
+        ChangeCode(f"furniture.short.{name.format(edge=edge)}", ChangeKind.REMOVED, description.format(side=side))
+        for edge, side in (("header", "top"), ("footer", "bottom"))
     )
-    for edge, side in (("header", "top"), ("footer", "bottom"))
+    return header, footer
+
+
+SHORT_HEADER, SHORT_FOOTER = _edge_codes(
+    "{edge}", "the same line at the same place at the {side} of every page of a short document"
 )
-SHORT_ALTERNATING_HEADER, SHORT_ALTERNATING_FOOTER = (
-    ChangeCode(
-        f"furniture.short.alternating_{edge}",
-        ChangeKind.REMOVED,
-        f"a short document's line at the same place and in the same small font at the {side} of every page,"
-        " its text alternating between odd and even pages",
-    )
-    for edge, side in (("header", "top"), ("footer", "bottom"))
+SHORT_ALTERNATING_HEADER, SHORT_ALTERNATING_FOOTER = _edge_codes(
+    "alternating_{edge}",
+    "a short document's line at the same place and in the same small font at the {side} of every page,"
+    " its text alternating between odd and even pages",
 )
-SHORT_MID_PARAGRAPH_HEADER, SHORT_MID_PARAGRAPH_FOOTER = (
-    ChangeCode(
-        f"furniture.short.mid_paragraph_{edge}",
-        ChangeKind.REMOVED,
-        f"a short document's line at the {side} of a page, between the two halves of a paragraph that the page"
-        " break cut, beside the page's confirmed furniture",
-    )
-    for edge, side in (("header", "top"), ("footer", "bottom"))
+SHORT_MID_PARAGRAPH_HEADER, SHORT_MID_PARAGRAPH_FOOTER = _edge_codes(
+    "mid_paragraph_{edge}",
+    "a short document's line at the {side} of a page, between the two halves of a paragraph that the page"
+    " break cut, beside the page's confirmed furniture",
 )
 SHORT_BESIDE_PAGE_NUMBER = ChangeCode(
     "furniture.short.beside_page_number",
