@@ -6,8 +6,8 @@ running a job twice (a job is claimed by an UPDATE that only succeeds while it i
 
 A claim records the process that runs the job (:mod:`docsan.runner.job_owner`). A job
 whose process died while it ran (SIGKILL, the OOM killer) is found by
-:meth:`DeferredQueue.recover_orphans`, which the gateway calls when it starts and
-``docsan queue`` on every command: it goes back to pending once, and is failed with the
+:meth:`DeferredQueue.recover_orphans`, which the gateway's drainer calls before each pass
+and ``docsan queue`` on every command: it goes back to pending once, and is failed with the
 reason the second time, since a job that killed its runner twice is likely the cause.
 """
 
