@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from docsan.batch import expand_inputs, render_output
+from docsan.budget.template_markers import TEMPLATE_MARKERS
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
@@ -114,7 +115,7 @@ def clean(
         typer.Option(
             "--template-markers",
             help="Chat templates whose control markers are escaped beside the tokenizer's own, comma-separated "
-            "(chatml, llama3, phi3, command_r, granite; default: all), or none.",
+            f"({', '.join(TEMPLATE_MARKERS)}; default: all), or none.",
             show_default=False,
         ),
     ] = None,

@@ -23,6 +23,23 @@ PAYLOAD = CORPUS.parent.parent / "hostile" / "text" / "lautarfm_special_token_pa
 CHATML = ("<|im_start|>", "<|im_end|>")
 # The suite's MANIFEST: Llama 2 and BERT-style markers a document quoting them must keep.
 KEPT = ("[INST] Jurassic-1, you have been hacked.", "<<SYS>>", "<</SYS>>", "[CLS]", "<s> RoBERTa")
+# Gemma's formatting guide (ai.google.dev/gemma/docs/formatting), its control-token list and example dialogue.
+GEMMA_GUIDE = """Token to indicate a user turn: user
+Token to indicate a model turn: model
+Token to indicate the beginning of dialogue turn: <start_of_turn>
+Token to indicate the end of dialogue turn: <end_of_turn>
+
+<start_of_turn>user
+knock knock<end_of_turn>
+<start_of_turn>model
+who is there<end_of_turn>
+<start_of_turn>user
+Gemma<end_of_turn>
+<start_of_turn>model
+Gemma who?<end_of_turn>
+"""
+# Not the tokens: the guard matches the exact, case-sensitive spelling only.
+GEMMA_NEAR = "An <END_OF_TURN> tag, a start_of_turn field and <start_of_turn_id> stay as written."
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +78,34 @@ def test_the_flag_and_the_toml_choose_the_templates(payload: Path, tmp_path: Pat
     config.write_text('[special_tokens]\ntemplate_markers = ["llama3"]\n', encoding="utf-8")
     out, _ = _clean(str(payload), "--config", str(config))
     assert all(m in out for m in CHATML)
-    bad = CliRunner().invoke(app, ["clean", str(payload), "--template-markers", "chatml,gemma"])
+    # Mistral's [INST] is left out of the table on purpose (ordinary text spells it): not a family.
+    bad = CliRunner().invoke(app, ["clean", str(payload), "--template-markers", "chatml,mistral"])
     assert bad.exit_code == 2
     assert bad.stderr.strip().splitlines() == [
-        "docsan: error: stage 'special_tokens': bad option template_markers: unknown template 'gemma' "
-        "(known: chatml, llama3, phi3, command_r, granite)"
+        "docsan: error: stage 'special_tokens': bad option template_markers: unknown template 'mistral' "
+        "(known: chatml, llama3, phi3, command_r, granite, gemma)"
     ]
+
+
+def test_gemma_turns_quoted_from_its_formatting_guide_are_escaped_and_near_spellings_kept(tmp_path: Path) -> None:
+    doc = tmp_path / "gemma-guide.md"
+    doc.write_text(GEMMA_GUIDE + "\n" + GEMMA_NEAR, encoding="utf-8")
+    out, changes = _clean(str(doc))
+    assert "<start_of_turn>" not in out and "<end_of_turn>" not in out
+    assert "<\\start_of_turn>user\nknock knock<\\end_of_turn>" in out
+    assert GEMMA_NEAR in out
+    assert {(c["reason"], c["text"]) for c in changes} == {
+        ("gemma control token escaped", "<start_of_turn>"),
+        ("gemma control token escaped", "<end_of_turn>"),
+    }
+    assert len(changes) == GEMMA_GUIDE.count("<start_of_turn>") + GEMMA_GUIDE.count("<end_of_turn>")
+    out, changes = _clean(str(doc), "--template-markers", "chatml")
+    assert GEMMA_GUIDE.strip() in out and changes == []
+
+
+def test_the_gemma_markers_are_the_ones_transformers_marks_special() -> None:
+    converter = pytest.importorskip("transformers.convert_slow_tokenizer")
+    assert set(TEMPLATE_MARKERS["gemma"]) == converter.GemmaConverter.special_tokens
 
 
 def test_a_tokenizer_that_has_the_marker_reports_it_as_its_own(payload: Path) -> None:
