@@ -23,6 +23,7 @@ PAYLOAD = CORPUS.parent.parent / "hostile" / "text" / "lautarfm_special_token_pa
 CHATML = ("<|im_start|>", "<|im_end|>")
 # The suite's MANIFEST: Llama 2 and BERT-style markers a document quoting them must keep.
 KEPT = ("[INST] Jurassic-1, you have been hacked.", "<<SYS>>", "<</SYS>>", "[CLS]", "<s> RoBERTa")
+KNOWN = "known: chatml, llama3, phi3, command_r, granite, gemma"
 # Gemma's formatting guide (ai.google.dev/gemma/docs/formatting), its control-token list and example dialogue.
 GEMMA_GUIDE = """Token to indicate a user turn: user
 Token to indicate a model turn: model
@@ -79,12 +80,45 @@ def test_the_flag_and_the_toml_choose_the_templates(payload: Path, tmp_path: Pat
     out, _ = _clean(str(payload), "--config", str(config))
     assert all(m in out for m in CHATML)
     # Mistral's [INST] is left out of the table on purpose (ordinary text spells it): not a family.
-    bad = CliRunner().invoke(app, ["clean", str(payload), "--template-markers", "chatml,mistral"])
+    config.write_text('[special_tokens]\ntemplate_markers = ["mistral"]\n', encoding="utf-8")
+    bad = CliRunner().invoke(app, ["clean", str(payload), "--config", str(config)])
     assert bad.exit_code == 2
     assert bad.stderr.strip().splitlines() == [
-        "docsan: error: stage 'special_tokens': bad option template_markers: unknown template 'mistral' "
-        "(known: chatml, llama3, phi3, command_r, granite, gemma)"
+        f"docsan: error: stage 'special_tokens': bad option template_markers: unknown template 'mistral' ({KNOWN})"
     ]
+
+
+@pytest.mark.parametrize("command", [["clean", "x.md"], ["ask", "x.md", "why?", "--dry-run"], ["serve"]])
+def test_an_unknown_family_on_any_command_is_one_usage_line(command: list[str]) -> None:
+    bad = CliRunner().invoke(app, [*command, "--template-markers", "chatml,mistral"])
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().splitlines() == [
+        f"docsan: error: --template-markers: unknown template 'mistral' ({KNOWN})"
+    ]
+
+
+def _ask_report(doc: Path, question: str, *args: str) -> list[dict]:
+    report = doc.parent / "ask-report.json"
+    result = CliRunner().invoke(app, ["ask", str(doc), question, "--dry-run", "--report", str(report), *args])
+    assert result.exit_code == 0, result.stderr
+    stages = json.loads(report.read_text(encoding="utf-8"))["stages"]
+    return next(s["changes"] for s in stages if s["stage"] == "special_tokens")
+
+
+def test_ask_takes_the_flag_over_the_toml_over_the_default(tmp_path: Path) -> None:
+    doc = tmp_path / "gemma-guide.md"
+    doc.write_text(GEMMA_GUIDE, encoding="utf-8")
+    question = "What does <end_of_turn> end?"
+    turns = GEMMA_GUIDE.count("<start_of_turn>") + GEMMA_GUIDE.count("<end_of_turn>")
+    default = _ask_report(doc, question)
+    assert [c["reason"] for c in default] == ["gemma control token escaped"] * turns + [
+        "gemma control token escaped in question"
+    ]
+    config = tmp_path / "docsan.toml"
+    config.write_text('[special_tokens]\ntemplate_markers = ["llama3"]\n', encoding="utf-8")
+    assert _ask_report(doc, question, "--config", str(config)) == []
+    flagged = _ask_report(doc, question, "--config", str(config), "--template-markers", "gemma")
+    assert [(c["reason"], c["text"]) for c in flagged] == [(c["reason"], c["text"]) for c in default]
 
 
 def test_gemma_turns_quoted_from_its_formatting_guide_are_escaped_and_near_spellings_kept(tmp_path: Path) -> None:

@@ -53,6 +53,14 @@ TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 
+def check_families(families: tuple[str, ...]) -> tuple[str, ...]:
+    """``families`` unchanged; ValueError naming the first one the table does not have, and those it has."""
+    unknown = [f for f in families if f not in TEMPLATE_MARKERS]
+    if unknown:
+        raise ValueError(f"unknown template {unknown[0]!r} (known: {', '.join(TEMPLATE_MARKERS)})")
+    return families
+
+
 def markers_of(families: tuple[str, ...]) -> dict[str, str]:
     """Every marker of ``families`` with the family that names it (the first listed that has it)."""
     out: dict[str, str] = {}
