@@ -47,7 +47,7 @@ TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
     ),
     # IBM Granite 3.
     "granite": ("<|start_of_role|>", "<|end_of_role|>"),
-    # Google Gemma 1-3: the only turn markers its formatting guide names (the roles are the plain words
+    # Google Gemma: the only turn markers its formatting guide names (the roles are the plain words
     # user and model); transformers' GemmaConverter marks the same two as special tokens.
     "gemma": ("<start_of_turn>", "<end_of_turn>"),
 }
