@@ -1,6 +1,7 @@
 """The shared admission ledger on a real redis-server: several "replicas" (ledger instances with their own
 connections, in threads or processes) against one capacity and one sequence cap; leases that lapse when their
-holder dies; Redis stopped means nothing is admitted (fail closed)."""
+holder dies; Redis stopped means nothing is admitted (fail closed). The last test runs two `docsan serve`
+processes in front of the session's real vLLM server."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
+from bench.serve_proc import gateway_process, tiers_toml
 from docsan.config.serve import LedgerConfig
 from docsan.serve.ledger import AdmissionError, Klass, open_ledger
 from docsan.serve.ledger_redis import LedgerUnavailable, RedisLedger, SharedPool
@@ -230,3 +233,53 @@ def test_redis_stopped_fails_closed_and_the_leases_are_held_again_when_it_return
             redis.stop()
 
     asyncio.run(run())
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_two_gateway_processes_share_one_capacity_and_refuse_all_without_redis(tmp_path, recording_proxy) -> None:
+    """Two `docsan serve` processes, one Redis ledger, 200 KV tokens: while a stream admitted by one holds its
+    128, the other refuses a second request with 503 memory_limit (each with a ledger of its own would admit it);
+    once the stream ends the other admits. Redis killed: 503 ledger_unavailable, nothing sent upstream, /ready 503
+    saying why, docsan_ledger_up 0."""
+    url, rec = recording_proxy
+    redis = RedisServer(tmp_path).start()
+    path = tmp_path / "docsan.toml"
+    path.write_text(
+        f'[extract]\nocr = "never"\n[runner]\nqueue_path = "{tmp_path / "q.sqlite3"}"\nread_timeout_s = 600\n'
+        f"{tiers_toml(url, extra='capacity_tokens = 200')}[serve]\npoll_interval_s = 0.25\nqueue_wait_s = 0.2\n"
+        f'[serve.ledger]\nstore = "{redis.url}"\ntimeout_s = 0.5\n',
+        encoding="utf-8",
+    )
+    long = {"messages": [{"role": "user", "content": "Write a story about a lighthouse."}], "max_tokens": 48,
+            "ignore_eos": True}  # fmt: skip
+    chat = "/v1/chat/completions"
+    try:
+        with gateway_process(path) as a, gateway_process(path) as b:
+            with httpx.stream("POST", a.url + chat, json={**long, "stream": True}, timeout=600) as first:
+                lines = first.iter_lines()
+                next(lines)
+                refused = httpx.post(b.url + chat, json=long, timeout=120)
+                held = httpx.get(b.url + "/metrics").text
+                chunks = [ln for ln in lines if ln.startswith("data:")]
+            after = httpx.post(b.url + chat, json={**long, "max_tokens": 4}, timeout=120)
+            sent = len(rec.chats)
+            redis.stop()
+            down = httpx.post(b.url + chat, json={**long, "max_tokens": 4}, timeout=120)
+            ready = httpx.get(b.url + "/ready")
+            metrics = httpx.get(b.url + "/metrics").text
+            unsent = len(rec.chats) - sent
+    finally:
+        redis.stop()
+    assert chunks[-1] == "data: [DONE]"
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "memory_limit", refused.text
+    # What b counts as reserved and in flight is a's reservation: b holds nothing itself.
+    assert "KV tokens free of 200 (1/" in refused.text and "needs 128" in refused.text
+    assert 'docsan_tier_kv_reserved_tokens{tier="t4"} 128.0' in held and 'docsan_tier_in_flight{tier="t4"} 1.0' in held
+    assert after.status_code == 200, after.text
+    assert down.status_code == 503 and down.json()["error"]["code"] == "ledger_unavailable", down.text
+    assert "nothing is admitted" in down.json()["error"]["message"] and "retry-after" in down.headers
+    assert unsent == 0
+    assert ready.status_code == 503 and ready.json()["ledger"]["up"] is False and ready.json()["ledger"]["error"]
+    assert "docsan_ledger_up 0.0" in metrics
+    assert 'docsan_requests_total{outcome="ledger_unavailable",tier="t4"} 1.0' in metrics
