@@ -238,9 +238,11 @@ def ledger_md(r: dict[str, Any]) -> str:
             _table(header, rows),
             "",
             "A cycle with Redis costs one script round trip to reserve (the release is sent by the pool's keeper, "
-            "batched); the memory ledger costs a few Python operations. Against a chat request's own cost in the "
-            "gateway (milliseconds, `bench_serve`) and in vLLM (far more), one round trip per admission is small; "
-            "the ratio above is what admission itself costs.",
+            "batched); the memory ledger costs a few Python operations. In the second shape an acquire includes "
+            "its wait for room (half the requests wait), and with Redis the keeper grants the waiters one round "
+            "trip each. Against a chat request's own cost in the gateway (milliseconds: \"The gateway's overhead "
+            'per request" above) and in vLLM (far more), one round trip per admission is small; the ratio is '
+            "what admission itself costs.",
             "",
         ]
     )
