@@ -52,7 +52,8 @@ class LedgerConfig(BaseModel):
     store: StoreUrl = "memory"
     # Redis: each reservation is a lease this long, renewed every second while its request is in flight, so a
     # replica that dies frees its KV room after at most this; long enough that a live replica survives Redis or
-    # its own event loop stalling for several seconds (more than 14 missed renewals) without losing a lease.
+    # its own event loop stalling for several seconds (more than 14 missed renewals) without losing a lease. At least
+    # 2 s: twice the renewal period.
     lease_s: float = Field(15.0, ge=2.0)
     # Redis: one ledger operation that takes longer fails the request with 503 ledger_unavailable (fail closed).
     timeout_s: float = Field(1.0, gt=0)
