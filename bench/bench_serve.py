@@ -222,7 +222,7 @@ def run(short_n: int = 60, doc_n: int = 15) -> dict[str, Any]:
                 model = client.get(server.url + "/v1/models").json()["data"][0]["id"]
                 short = _measure(client, gateway, server.url, model, SHORT, _cleaned(path, SHORT), short_n)
                 long = _measure(client, gateway, server.url, model, doc, _cleaned(path, doc), doc_n)
-                # Across one block edge (6,272 = 49 × 128 tokens of the document, the template's few before them).
+                # Prompts of the cut plus the template's few tokens: across the block edge at 6,400 = 50 × 128.
                 tails = _tail_sweep(client, server.url, model, path, doc, range(6256, 6401, 16))
         # In this process, with the upstream idle: the request path alone.
         short |= _library(path, SHORT, short_n)
