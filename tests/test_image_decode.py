@@ -46,6 +46,7 @@ def test_huckfinn_scan_is_decoded_at_half_size_only_below_150_dpi(corpus: Path) 
     assert [scan.subsample(dpi) for dpi in (210, 150, 149, 75, 74)] == [0, 0, 1, 1, 2]
     assert round(decoded_mib([scan], 210), 1) == 231.7
     assert round(decoded_mib([scan], 149), 1) == 57.9
+    assert round(decoded_mib([scan], 74), 1) == 14.5
 
 
 def test_dct_and_uncompressed_images_are_subsampled_on_decode() -> None:
