@@ -9,7 +9,7 @@
   them after the draw. Before drawing, ``image_decode`` estimates what they
   decode to at the chosen dpi; over ``ocr_max_image_mib`` the page is
   rendered at the highest lower dpi where MuPDF's subsampling brings them
-  within (huckfinn's page 2: 149 dpi, 58 MiB), or else it is a gap of a
+  within (huckfinn's page 2: 74 dpi, 14.5 MiB), or else it is a gap of a
   partial result.
   ``_render`` empties the store right after the draw and copies the pixels
   only into the PIL image, so what OSD and tesseract run beside is the grey
