@@ -16,10 +16,12 @@ from .common import (
     ConfigOption,
     FormatOption,
     JsonAlias,
+    TemplateMarkersOption,
     TextOrJson,
     err_console,
     fail,
     get_config,
+    template_marker_options,
     wants_json,
 )
 from .exit_codes import ExitCode
@@ -71,6 +73,7 @@ def ask(
         Path | None,
         typer.Option("--report", help="Write the audit (every removal: cleaning, control tokens, budget) as JSON."),
     ] = None,
+    template_markers: TemplateMarkersOption = None,
     config_file: ConfigOption = None,
 ) -> None:
     """Answer QUESTION from FILE: extract, clean, fit the budget, guard, route to a tier, run.
@@ -85,7 +88,7 @@ def ask(
     from docsan.runner.queue import DeferredQueue
 
     as_json = wants_json(fmt, json_alias)
-    config = get_config(config_file)
+    config = get_config(config_file).with_overrides(options=template_marker_options(template_markers))
     backend_name = backend.value if backend else config.runner.backend
     try:
         prepared = prepare(

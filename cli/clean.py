@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -20,7 +20,16 @@ from docsan.pipeline import CleanResult
 from docsan.render import OutputFormat, dumps
 from docsan.report_html import render_report_html
 
-from .common import ConfigOption, choices, err_console, error_line, fail, get_config
+from .common import (
+    ConfigOption,
+    TemplateMarkersOption,
+    choices,
+    err_console,
+    error_line,
+    fail,
+    get_config,
+    template_marker_options,
+)
 from .exit_codes import ExitCode
 from .summary import Summary
 
@@ -109,15 +118,7 @@ def clean(
         bool,
         typer.Option("--keep-control-tokens", help="Do not escape text that spells the tokenizer's control tokens."),
     ] = False,
-    template_markers: Annotated[
-        str | None,
-        typer.Option(
-            "--template-markers",
-            help="Chat templates whose control markers are escaped beside the tokenizer's own, comma-separated "
-            "(chatml, llama3, phi3, command_r, granite; default: all), or none.",
-            show_default=False,
-        ),
-    ] = None,
+    template_markers: TemplateMarkersOption = None,
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", min=1, help="Worker processes for several inputs (default: the usable cores)."),
@@ -203,12 +204,9 @@ def clean(
         )
     show_summary = not quiet and (verbose or err_console.is_terminal)
     try:
-        options: dict[str, dict[str, Any]] = (
-            {"tables": {"policy": table_policy.value}} if table_policy is not None else {}
-        )
-        if template_markers is not None:
-            families = [] if template_markers == "none" else [f.strip() for f in template_markers.split(",")]
-            options["special_tokens"] = {"template_markers": families}
+        options = template_marker_options(template_markers)
+        if table_policy is not None:
+            options["tables"] = {"policy": table_policy.value}
         config = config.with_overrides(extract=extract, options=options)
         config = config.with_budget(
             budget,

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from docsan.budget.template_markers import TEMPLATE_MARKERS, check_families
 from docsan.config import Config, load_config
 from docsan.config.runner import BackendName
 from docsan.errors import DocsanError
@@ -23,6 +24,30 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", help="TOML configuration file.", exists=True, dir_okay=False)
 ]
+
+
+# The one --template-markers option of clean, ask and serve: the special_tokens stage's template_markers.
+TemplateMarkersOption = Annotated[
+    str | None,
+    typer.Option(
+        "--template-markers",
+        help="Chat templates whose control markers are escaped beside the tokenizer's own, comma-separated "
+        f"({', '.join(TEMPLATE_MARKERS)}; default: all), or none.",
+        show_default=False,
+    ),
+]
+
+
+def template_marker_options(value: str | None) -> dict[str, dict[str, Any]]:
+    """The stage options --template-markers sets (none when not given: the TOML's or the default stand)."""
+    if value is None:
+        return {}
+    families = () if value == "none" else tuple(f.strip() for f in value.split(","))
+    try:
+        check_families(families)
+    except ValueError as err:
+        fail(f"--template-markers: {err}", ExitCode.USAGE)
+    return {"special_tokens": {"template_markers": list(families)}}
 
 
 def choices(name: str, literal: Any) -> type[StrEnum]:

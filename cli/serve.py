@@ -9,7 +9,7 @@ import typer
 
 from docsan.errors import DocsanError
 
-from .common import ConfigOption, err_console, fail, get_config
+from .common import ConfigOption, TemplateMarkersOption, err_console, fail, get_config, template_marker_options
 from .exit_codes import ExitCode
 
 
@@ -21,6 +21,7 @@ def serve(
     port: Annotated[
         int | None, typer.Option("--port", help="Port to listen on (default: serve.port, 8080; 0: any free one).")
     ] = None,
+    template_markers: TemplateMarkersOption = None,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that cleans, counts and admits every request.
 
@@ -35,11 +36,13 @@ def serve(
 
     from docsan.serve.app import create_app
 
-    config = get_config(config_file)
+    # Flags over the file, at start and at every reload.
+    options = template_marker_options(template_markers)
+    config = get_config(config_file).with_overrides(options=options)
     logging.basicConfig(level=logging.INFO, format="docsan: %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
     try:
-        app = create_app(config, config_path=config_file)
+        app = create_app(config, config_path=config_file, options=options)
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)
     gw = app.state.gateway

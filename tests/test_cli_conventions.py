@@ -67,6 +67,8 @@ def test_one_flag_name_per_idea() -> None:
     for command in ("clean", "chunk", "ask"):
         assert "--tokenizer" in options[command]
     assert [c for c, opts in options.items() if "--model" in opts] == ["plan"]
+    # The chat templates guarded: wherever text becomes a prompt.
+    assert [c for c, opts in options.items() if "--template-markers" in opts] == ["clean", "ask", "serve"]
     assert all("--config" in opts for c, opts in options.items() if c not in ("config", "schema"))
 
 

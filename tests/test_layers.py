@@ -21,7 +21,10 @@ bottom first (docs/pipeline.md draws them):
 11. ``cli``: the front end, which nothing in the library imports.
 
 Units of one layer do not import each other either (``extract`` and
-``budget`` stay independent).
+``budget`` stay independent), and within ``stages`` a stage imports no other
+stage: what two stages share lives below them (``docsan/text/wrapping.py``
+holds the page-break test that reflow and furniture both ask), only the
+``Stage`` protocol in ``stages/base.py`` is common ground.
 """
 
 from __future__ import annotations
@@ -128,6 +131,22 @@ def test_no_module_imports_a_higher_layer_or_a_sibling_unit() -> None:
     assert not bad, "upward or sideways imports:\n" + "\n".join(bad)
 
 
+def _other_stages(path: Path, name: str) -> set[str]:
+    """The other stage modules (or the registry) a stage module imports; the Stage protocol is allowed."""
+    targets = _imports(path, name)
+    return {t for t in targets if _unit(t) == "docsan.stages" and t not in (name, "docsan.stages.base")}
+
+
+def test_a_stage_imports_no_other_stage() -> None:
+    bad = [
+        f"{name} imports {target}"
+        for path, name in _sources()
+        if name.startswith("docsan.stages.")
+        for target in sorted(_other_stages(path, name))
+    ]
+    assert not bad, "a stage importing another stage (move what they share to a lower layer):\n" + "\n".join(bad)
+
+
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path) -> None:
     # The test above is only as good as _imports: it must see an import inside a function.
     source = tmp_path / "mod.py"
@@ -136,3 +155,6 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path) -> None:
     package = tmp_path / "__init__.py"
     package.write_text("from .neardup import NearDuplicates\nfrom ..budget import Tokenizer\n", encoding="utf-8")
     assert _imports(package, "docsan.stages") == {"docsan.stages.neardup", "docsan.budget"}
+    stage = tmp_path / "furniture.py"
+    stage.write_text("from docsan.stages.base import Stage\nfrom .reflow import FIT_RATIO\n", encoding="utf-8")
+    assert _other_stages(stage, "docsan.stages.furniture") == {"docsan.stages.reflow"}

@@ -6,11 +6,17 @@ default (SmolLM2, ChatML), another tier, or a program that pastes it into its
 own template. These are the turn and role markers of the common open-weight
 templates, taken from each family's ``tokenizer_config.json`` added tokens.
 
-Only markers that no ordinary text spells are listed: the ``<|...|>`` form.
-Llama 2 / Mistral's ``[INST]``, ``<<SYS>>`` and ``<s>``/``</s>`` are left
-out on purpose: they are also a bracketed word, a Markdown heading's
-neighbour and an HTML strike-through tag, and a document quoting them must
-keep them (the hostile suite's MANIFEST says so).
+Only markers that no ordinary text spells are listed: the ``<|...|>`` form,
+and Gemma's ``<start_of_turn>``/``<end_of_turn>``, which look like tags but
+are no HTML element (snake case) and occur nowhere in the shared corpus's
+text layers, the hostile suite, the fixtures or the goldens; matching is
+case-sensitive, so only these exact spellings are escaped. Llama 2 /
+Mistral's ``[INST]``, ``<<SYS>>`` and ``<s>``/``</s>`` are left out on
+purpose: they are also a bracketed word, a Markdown heading's neighbour and
+an HTML strike-through tag, and a document quoting them must keep them (the
+hostile suite's MANIFEST says so). Gemma's ``<bos>``/``<eos>`` are left out
+for the same reason as ``<s>``: short words in angle brackets, not turn
+markers.
 """
 
 from __future__ import annotations
@@ -41,7 +47,18 @@ TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
     ),
     # IBM Granite 3.
     "granite": ("<|start_of_role|>", "<|end_of_role|>"),
+    # Google Gemma: the only turn markers its formatting guide names (the roles are the plain words
+    # user and model); transformers' GemmaConverter marks the same two as special tokens.
+    "gemma": ("<start_of_turn>", "<end_of_turn>"),
 }
+
+
+def check_families(families: tuple[str, ...]) -> tuple[str, ...]:
+    """``families`` unchanged; ValueError naming the first one the table does not have, and those it has."""
+    unknown = [f for f in families if f not in TEMPLATE_MARKERS]
+    if unknown:
+        raise ValueError(f"unknown template {unknown[0]!r} (known: {', '.join(TEMPLATE_MARKERS)})")
+    return families
 
 
 def markers_of(families: tuple[str, ...]) -> dict[str, str]:

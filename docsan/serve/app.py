@@ -45,10 +45,13 @@ def create_app(
     config: Config,
     *,
     config_path: str | Path | None = None,
+    options: dict[str, dict[str, Any]] | None = None,
     embedded: Any = None,
 ) -> FastAPI:
     """The gateway for ``config``. With no tier ``base_url``, ``embedded`` (an already started
-    :class:`~docsan.serve.embedded_upstream.EmbeddedServer`) is the upstream, or one is started with the app."""
+    :class:`~docsan.serve.embedded_upstream.EmbeddedServer`) is the upstream, or one is started with the app.
+    ``options`` (stage options the command line set, already in ``config``) are laid over the file again at
+    each reload."""
     owns = False
     if uses_embedded(config) and embedded is None:
         from docsan.serve.embedded_upstream import EmbeddedServer
@@ -58,6 +61,7 @@ def create_app(
     gw = Gateway(
         snapshot,
         config_path=Path(config_path) if config_path else None,
+        options=options,
         embedded=embedded if uses_embedded(config) else None,
         owns_embedded=owns,
     )

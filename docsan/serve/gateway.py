@@ -86,11 +86,14 @@ class Gateway:
         snapshot: Snapshot,
         *,
         config_path: Path | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
         embedded: EmbeddedServer | None = None,
         owns_embedded: bool = False,
     ) -> None:
         self.snapshot = snapshot
         self.config_path = config_path
+        # Stage options given on the command line: a flag keeps its word over the file across reloads.
+        self.options = options or {}
         self.embedded = embedded
         self.owns_embedded = owns_embedded
         self.upstreams: dict[str, Upstream] = {}
@@ -250,7 +253,7 @@ class Gateway:
             embedded_url = self.embedded.url if self.embedded is not None else None
 
             def build() -> Snapshot:
-                config = load_config(self.config_path)
+                config = load_config(self.config_path).with_overrides(options=self.options)
                 if self.embedded is not None and not uses_embedded(config):
                     raise ConfigError(
                         "the tiers now have base_urls: restart `docsan serve` to leave the embedded upstream"

@@ -45,10 +45,10 @@ from rapidfuzz import fuzz, process
 from docsan.geometry import aligned, is_one_row, is_vertical, line_centres
 from docsan.model import Block, BlockKind, ChangeKind, Document, Page, Table
 from docsan.report import Change, ChangeCode, StageResult
-from docsan.stages.reflow import ENDS_SENTENCE, FIT_RATIO, continues_on_next_page
 from docsan.tables.pipes import parse_pipe_table
 from docsan.text.chardata import display_width
 from docsan.text.pagenum import parse_page_number
+from docsan.text.wrapping import ENDS_SENTENCE, FIT_RATIO, continues_on_next_page
 
 _DIGITS = regex.compile(r"\d+")
 _SPACE = regex.compile(r"\s+")

@@ -28,7 +28,8 @@ from docsan.geometry import is_row_of_pieces, merge_line_blocks
 from docsan.model import Block, BlockKind, ChangeKind, Document, Source
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
-from docsan.text.paragraphs import SHORT_LINE, is_short_lines, split_paragraphs
+from docsan.text.paragraphs import SHORT_LINE
+from docsan.text.wrapping import FENCE, FIT_RATIO, STARTS_ITEM, continues_on_next_page, ends_own_line, first_word
 
 REFLOWED = ChangeCode(
     "reflow.reflowed",
@@ -40,33 +41,12 @@ ACROSS_PAGES = ChangeCode(
     ChangeKind.REWRITTEN,
     "a paragraph cut by a page break joined back, on the page where it starts (its line breaks reflowed too)",
 )
-# The default of Reflow.fit_ratio (the furniture stage judges a page break's halves by it too).
-FIT_RATIO = 0.85
-# What ends a paragraph's last line on purpose: a sentence end, a colon (a list follows).
-ENDS_SENTENCE = frozenset(".!?:;。！？：；…")
-_CLOSING = frozenset("”’」』）)]\"'")
-_OPENS = frozenset("([{“‘「『（【《-–—/")
-_CONTINUES = frozenset(",;:)]}’”」』、，；：）】》")
 _CJK_PUNCT = regex.compile(rf"[{CJK_PUNCTUATION}]")
 # Line-final characters that continue a token across the break (see _joiner).
 _GLUE_AFTER = frozenset("–—/")
 # Spaces between two CJK characters ("费用 分 类"). The lookarounds are one
 # character wide and the run is one class: linear.
 _CJK_SPACES = regex.compile(rf"(?<=[{CJK}]) +(?=[{CJK}])")
-# What starts a line of its own: bullets, numbered items (1. 1) (1) （1）
-# （一） 一、 ①), Chinese article/chapter numbers (第三条), letter items (a) A.),
-# and Markdown structure (# heading, > quote, | table row). Every repeat is
-# bounded and nothing is nested: linear.
-_STARTS_ITEM = regex.compile(
-    r"[•·●○◦▪▫■□◆◇►▶➢✓✔※\-*+–—]\s"
-    r"|\d{1,3}[.)]\s|\d{1,3}[、．]"
-    r"|[(（][\d一二三四五六七八九十百]{1,4}[)）]"
-    r"|[一二三四五六七八九十百]{1,4}[、．]"
-    r"|第[\d一二三四五六七八九十百千]{1,6}[章节条款部篇]"
-    r"|[a-zA-Z][.)]\s|[ivxIVX]{1,5}[.)]\s"
-    r"|[\u2460-\u2473\u2776-\u277f]"
-    r"|[#>|]"
-)
 # "Human: ", "AI: ", "User 2: ": a speaker's turn in a pasted dialogue starts its own line.
 # Bounded repeat, one class: linear.
 _SPEAKER = regex.compile(r"\p{Lu}[\p{L}\p{N} _-]{0,24}:\s")
@@ -75,7 +55,6 @@ _SPEAKER = regex.compile(r"\p{Lu}[\p{L}\p{N} _-]{0,24}:\s")
 _OWN_LINE_STARTS = ("#", "<|", "<｜", "<<", "[INST]", ">")
 # Sources whose line breaks the author typed (see Reflow.plain_min_wrap_width).
 _AUTHOR_LINES = frozenset({Source.PLAIN_TEXT, Source.CHAT})
-_FENCE = regex.compile(r"^[ \t]*(?:```|~~~)", flags=regex.MULTILINE)
 _HYPHENS = ("-", "\u2010")
 # The lowercase fragment that continues a word broken at a line end.
 _LOWER_START = regex.compile(r"\p{Ll}+")
@@ -221,7 +200,7 @@ class Reflow:
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
-        if block.kind is BlockKind.TABLE or _FENCE.search(block.text):
+        if block.kind is BlockKind.TABLE or FENCE.search(block.text):
             # Tables keep their grid; a fenced code block's lines are code.
             return block.text
         text = block.text
@@ -255,14 +234,14 @@ class Reflow:
         for prev_width, line in zip(widths, lines[1:], strict=False):
             if (
                 line[:1].isspace()
-                or _STARTS_ITEM.match(line)
-                or _ends_own_line(run[-1])
+                or STARTS_ITEM.match(line)
+                or ends_own_line(run[-1])
                 or (plain and (_SPEAKER.match(line) or run[-1].lstrip().startswith(_OWN_LINE_STARTS)))
             ):
                 out.append(self._join_run(run, vocab, done))
                 out.append("\n")
                 run = [line]
-            elif prev_width + 1 + display_width(_first_word(line)) <= self.fit_ratio * widest:
+            elif prev_width + 1 + display_width(first_word(line)) <= self.fit_ratio * widest:
                 # A short line ends a paragraph. In a PDF the break becomes a blank line (so a second pass
                 # sees two paragraphs). In a text file a short line means the author broke the lines: the
                 # paragraph is not hard-wrapped prose and stays exactly as typed (joining part of it would
@@ -307,61 +286,6 @@ class Reflow:
         return "".join(parts)
 
 
-def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float, column: float | None = None) -> bool:
-    """Is ``nxt``, the first block of a page, the rest of ``prev``, the last block of the page before?
-
-    All of: both are prose text of one source (and one font size, within 10%,
-    when known; neither a block of short lines); ``prev`` does not end a sentence (nor with a colon: a list
-    follows) and its last line is full, as reflow judges a wrapped line (the
-    next line's first word would not have fitted); ``nxt`` starts
-    mid-sentence: in lower case, or for CJK after a first half that ended
-    on a CJK letter or a comma, with a CJK letter, or after a first half
-    that ended on an opening bracket or quote, a hyphen or a dash, or with
-    a closing mark or a comma (no paragraph starts with one); not with
-    something that starts a line of its own (a list item, a numbered
-    heading). Furniture must be gone: a running head or a page number left
-    between the halves is a block of its own, which fails these tests.
-
-    ``column``: the display width of the pages' wrapped lines, when the caller
-    has the pages' original lines (the furniture stage does, reflow does not).
-    Against it a single line at the foot of a page and a single line at the
-    head of the next still show whether the first was full; where either half
-    has two lines, their own widest line is the measure, as without it.
-    """
-    if prev.kind is not BlockKind.TEXT or nxt.kind is not BlockKind.TEXT or prev.source is not nxt.source:
-        return False
-    if prev.font_size and nxt.font_size and abs(prev.font_size - nxt.font_size) > 0.1 * prev.font_size:
-        return False
-    head, tail = prev.text.rstrip(), nxt.text.lstrip()
-    if not head or not tail or _STARTS_ITEM.match(tail) or _FENCE.search(head) or _FENCE.search(tail):
-        return False
-    if is_short_lines(head) or is_short_lines(tail):
-        return False  # a list, a form or a table read as text: its pieces are not a paragraph's lines
-    end = head[-2] if head[-1] in _CLOSING and len(head) > 1 else head[-1]
-    if end in ENDS_SENTENCE or _ends_own_line(head):
-        return False
-    first = tail[0]
-    # An opening bracket or quote, a hyphen or a dash cannot end a paragraph: whatever comes next continues it.
-    # Nor does a paragraph start with a closing mark or a comma ("’s bandwidth", ", and").
-    opened = head[-1] in _OPENS or first in _CONTINUES
-    if not (opened or first.islower() or (is_cjk(first) and first.isalpha() and (is_cjk(end) or end in "，、,"))):
-        return False
-    # The halves must show their column, and the first half's last line must be full. Two lines of
-    # either half show it: a single line at the foot of a page (a clause the break cut after its
-    # first line) is measured against the wrapped lines of the second half. Two single lines prove
-    # nothing (and a paragraph reflow already joined is one line: joining again on a second run
-    # would not be idempotent).
-    head_lines = [ln.strip() for ln in split_paragraphs(head)[-1].split("\n") if ln.strip()]
-    tail_lines = [ln.strip() for ln in split_paragraphs(tail)[0].split("\n") if ln.strip()]
-    if len(head_lines) < 2 and len(tail_lines) < 2:
-        if column is None:
-            return False
-        widest = column
-    else:
-        widest = max(display_width(ln) for ln in head_lines + tail_lines)
-    return display_width(head_lines[-1]) + 1 + display_width(_first_word(tail)) > fit_ratio * widest
-
-
 def _joiner(last: str, first: str, before_last: str) -> str:
     """What replaces a line break between ``last`` and ``first``: a space or nothing.
 
@@ -377,24 +301,6 @@ def _joiner(last: str, first: str, before_last: str) -> str:
     if last in _GLUE_AFTER and before_last and not before_last.isspace():
         return ""
     return " "
-
-
-def _ends_own_line(line: str) -> bool:
-    """A line that ends so that the next one starts afresh, however full it is.
-
-    An introduction ending in a colon (a list follows), and a table-of-contents
-    entry: dot leaders and a page number ("Chemotherapy......39").
-    """
-    text = line.rstrip()
-    if text.endswith((":", "：")):
-        return True
-    head = text.rstrip("0123456789ivxlcIVXLC").rstrip()
-    return len(text) - len(head) <= 8 and head.endswith(("...", "…", "···", "・・・"))
-
-
-def _first_word(line: str) -> str:
-    words = line.split(None, 1)
-    return words[0] if words else ""
 
 
 def _word_before_hyphen(text: str) -> str:

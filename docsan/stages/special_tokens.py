@@ -19,7 +19,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.budget.control_fields import neutralise_json, neutralise_message_fields
 from docsan.budget.control_tokens import DEFAULT_FAMILIES, Action, Guard, guard_for_spec, neutralise_with
-from docsan.budget.template_markers import TEMPLATE_MARKERS
+from docsan.budget.template_markers import check_families
 from docsan.budget.tokenizer import resolve_tokenizer_file
 from docsan.model import Block, Cell, ChangeKind, ChatRequest, Document
 from docsan.render import table_text
@@ -71,10 +71,7 @@ class SpecialTokens:
     @field_validator("template_markers")
     @classmethod
     def _known_families(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [f for f in value if f not in TEMPLATE_MARKERS]
-        if unknown:
-            raise ValueError(f"unknown template {unknown[0]!r} (known: {', '.join(TEMPLATE_MARKERS)})")
-        return value
+        return check_families(value)
 
     def __post_init__(self) -> None:
         resolve_tokenizer_file(self.tokenizer)  # a bad path fails when the pipeline is built, not per file
