@@ -22,7 +22,7 @@ def _page_with(image: Image.Image, fmt: str) -> pymupdf.Page:
     return page
 
 
-def _page_with_raw_image(dictionary: str, samples: bytes) -> pymupdf.Page:
+def _page_with_raw_image(dictionary: str, samples: bytes, matrix: str = f"{WIDTH} 0 0 {HEIGHT} 0 0") -> pymupdf.Page:
     """A page drawing one image XObject written as is (PyMuPDF's insert_image rewrites palettes and keys)."""
     doc = pymupdf.open()
     page = doc.new_page(width=WIDTH, height=HEIGHT)
@@ -32,7 +32,7 @@ def _page_with_raw_image(dictionary: str, samples: bytes) -> pymupdf.Page:
     doc.xref_set_key(page.xref, "Resources", f"<</XObject<</Im1 {image} 0 R>>>>")
     contents = doc.get_new_xref()
     doc.update_object(contents, "<<>>")
-    doc.update_stream(contents, f"q {WIDTH} 0 0 {HEIGHT} 0 0 cm /Im1 Do Q".encode())
+    doc.update_stream(contents, f"q {matrix} cm /Im1 Do Q".encode())
     doc.xref_set_key(page.xref, "Contents", f"{contents} 0 R")
     return page
 
@@ -95,3 +95,15 @@ def test_a_colour_key_mask_adds_an_alpha_byte() -> None:
 def test_a_page_without_images_decodes_nothing(corpus: Path) -> None:
     page = pymupdf.open(corpus / "epa_spanning_cells.pdf")[0]
     assert decoded_mib(page_images(page), 300) == 0
+
+
+def test_an_image_drawn_under_a_pixel_is_counted_whole() -> None:
+    # MuPDF truncates the drawn size to 0 pixels and then does not subsample at all.
+    page = _page_with_raw_image(
+        "<</Type/XObject/Subtype/Image/Width 2000/Height 2000/BitsPerComponent 8/ColorSpace/DeviceGray>>",
+        bytes(2000 * 2000),
+        matrix="0.5 0 0 0.5 10 10",
+    )
+    (image,) = page_images(page)
+    assert image.subsample(72) == 0 and image.decoded_bytes(72) == 2000 * 2000
+    assert image.subsample(300) == 6  # drawn 2.1 pixels wide: 1/64 (32 pixels)

@@ -73,12 +73,14 @@ class PageImage:
 
     def subsample(self, dpi: int) -> int:
         """MuPDF's ``l2factor`` for a draw at ``dpi`` (0: decoded whole)."""
-        if not self.subsampled:
+        exact_w, exact_h = self.drawn_width_pt * dpi / 72, self.drawn_height_pt * dpi / 72
+        # MuPDF decodes whole an image it would draw less than a pixel wide or high (its size truncates to 0).
+        if not self.subsampled or exact_w < 1 or exact_h < 1:
             return 0
         # Rounded up and one more pixel: MuPDF truncates its float size, after a grid fit that may
         # widen it by one; a larger drawn size can only lower l2, so the estimate never undercounts.
-        drawn_w = math.ceil(self.drawn_width_pt * dpi / 72) + 1
-        drawn_h = math.ceil(self.drawn_height_pt * dpi / 72) + 1
+        drawn_w = math.ceil(exact_w) + 1
+        drawn_h = math.ceil(exact_h) + 1
         l2 = 0
         while (
             l2 < MAX_L2

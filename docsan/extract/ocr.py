@@ -104,7 +104,9 @@ def _dpi_within_limit(rect: pymupdf.Rect, dpi: int, max_megapixels: float) -> in
 def _dpi_within_decode_limit(images: list[PageImage], dpi: int, max_mib: float) -> int | None:
     """The highest dpi from ``dpi`` down to MIN_DPI at which ``images`` decode within ``max_mib``; None if none.
 
-    What they decode to only falls with the dpi (MuPDF subsamples more), so a bisection finds it.
+    What they decode to falls with the dpi (MuPDF subsamples more), so a bisection finds it. Where it
+    does not (an image drawn under a pixel is decoded whole), the dpi found still fits: bisection only
+    moves past a dpi it has seen fit.
     """
     dpis = range(MIN_DPI, dpi + 1)
     fitting = bisect.bisect_right(dpis, max_mib, key=lambda d: decoded_mib(images, d))
