@@ -141,7 +141,9 @@ class _Facts:
 def _facts(doc: pymupdf.Document, xrefs: list[int], width: int, height: int) -> _Facts:
     facts = _Facts()
     for xref in xrefs:
-        facts.jpx |= "JPXDecode" in doc.xref_get_key(xref, "Filter")[1]
+        # A filter behind an indirect reference is not looked into: counted whole, as a JPX.
+        filter_kind, filters = doc.xref_get_key(xref, "Filter")
+        facts.jpx |= filter_kind == "xref" or "JPXDecode" in filters
         mask_kind, mask_value = doc.xref_get_key(xref, "Mask")
         facts.colour_key |= mask_kind == "array"
         # MuPDF loads a /SMask, or else a /Mask stream, as the image's mask.
