@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytesseract
 import pytest
+from PIL import Image
 
 from docsan.config import ExtractConfig
+from docsan.extract.mupdf import pymupdf
 from docsan.extract.ocr import OcrUnavailableError
 from docsan.extract.pdf import load_pdf
 from docsan.model import Document, Source
@@ -78,12 +81,68 @@ def test_garbage_text_layer_is_replaced_by_ocr(corpus: Path) -> None:
     assert any("garbage" in n and "OCR'd" in n for n in doc.notes)
 
 
-def test_huge_page_is_downscaled_not_hung(corpus: Path) -> None:
-    # Page 2 is a 30-inch square, 9000x9000 px at 300 dpi; a 10 MP cap renders it at 105 dpi.
-    config = ExtractConfig(lang="eng", dpi=150, ocr_max_megapixels=10)
-    doc = load_pdf(corpus / "huckfinn_mixed_scans_6p.pdf", config, pages=[2])
-    assert any("rendered at 105 dpi instead of 150" in n for n in doc.notes)
-    assert doc.pages[0].ocr
+def test_huge_page_is_downscaled_for_its_pixels_and_its_image_decode(corpus: Path) -> None:
+    # Page 2 is a 30-inch square: 81 MP at 300 dpi, so 210 dpi for the 40 MP cap. Its one image,
+    # 9000 x 9000 RGB, decodes whole at 210 dpi (232 MiB, a worker at 579 MB) and at half size down to
+    # 75 dpi (58 MiB); at 74 dpi MuPDF decodes it at a quarter size, within the 56 MiB default.
+    doc = load_pdf(corpus / "huckfinn_mixed_scans_6p.pdf", ExtractConfig(lang="eng"), pages=[2])
+    assert doc.notes[1:3] == (
+        "page 2: rendered at 210 dpi instead of 300 to stay within 40 megapixels",
+        "page 2: rendered at 74 dpi instead of 210, where its images decode to 14.5 MiB instead of 231.7, "
+        "to stay within ocr_max_image_mib (56)",
+    )
+    assert doc.pages[0].ocr and not doc.gaps
+    # The page's large type reads well at 74 dpi: "9000x9000 pixels at 300 DPI".
+    assert "pixels at 300 DPI" in doc.text
+
+
+def _scan(tmp_path: Path, image_dpi: int, fmt: str) -> Path:
+    """A one-page PDF whose page is an image of a line of text, scanned at ``image_dpi`` and stored as ``fmt``."""
+    words = pymupdf.open()
+    page = words.new_page(width=300, height=200)
+    page.insert_text((20, 110), "Invoice 4711 paid", fontsize=28)
+    pix = page.get_pixmap(dpi=image_dpi, colorspace=pymupdf.csGRAY)
+    data = io.BytesIO()
+    Image.frombytes("L", (pix.width, pix.height), pix.samples).save(data, fmt)
+    scan = pymupdf.open()
+    scan.new_page(width=300, height=200).insert_image(pymupdf.Rect(0, 0, 300, 200), stream=data.getvalue())
+    path = tmp_path / f"scan_{image_dpi}.pdf"
+    scan.save(path, deflate=True)
+    return path
+
+
+def test_a_page_whose_image_decodes_over_the_limit_at_any_dpi_is_a_gap(tmp_path: Path) -> None:
+    # 600 x 400 grey (0.23 MiB) drawn at its own size: MuPDF decodes it whole at any dpi down to 72.
+    path = _scan(tmp_path, 144, "PNG")
+    over = load_pdf(path, ExtractConfig(lang="eng", dpi=144, ocr_max_image_mib=0.1))
+    reason = (
+        "its images decode to 0.2 MiB even at 72 dpi, over the ocr_max_image_mib limit of 0.1 "
+        "(the largest: 600 x 400 px, 0.2 MiB whole): not OCR'd (raise ocr_max_image_mib to read it)"
+    )
+    assert over.text == "" and [str(g) for g in over.gaps] == [f"page 1: {reason}"]
+    assert f"page 1: {reason}" in over.notes
+    (given_up,) = over.extraction
+    assert given_up.code == "extract.ocr_given_up" and given_up.reason == reason
+    # Under the limit, the same page is read at the dpi asked for.
+    under = load_pdf(path, ExtractConfig(lang="eng", dpi=144, ocr_max_image_mib=1))
+    assert "Invoice 4711" in under.text and not under.gaps
+    assert not any("ocr_max_image_mib" in n for n in under.notes)
+
+
+def test_a_jpeg_that_mupdf_decodes_at_half_size_is_within_the_limit(tmp_path: Path) -> None:
+    # 2400 x 1600 grey: 3.7 MiB whole, but drawn at 600 x 400 (144 dpi) libjpeg decodes it at half size, 0.9 MiB.
+    path = _scan(tmp_path, 576, "JPEG")
+    doc = load_pdf(path, ExtractConfig(lang="eng", dpi=144, ocr_max_image_mib=1))
+    assert "Invoice 4711" in doc.text and not doc.gaps
+    assert not any("ocr_max_image_mib" in n for n in doc.notes)
+    # Below that, a quarter size (600 x 400, 0.2 MiB): MuPDF would give it at 143 dpi, the estimate (a pixel
+    # of margin for MuPDF's rounding) at 142. Rendered there, with a note.
+    lower = load_pdf(path, ExtractConfig(lang="eng", dpi=144, ocr_max_image_mib=0.5))
+    assert (
+        "page 1: rendered at 142 dpi instead of 144, where its images decode to 0.2 MiB instead of 0.9, "
+        "to stay within ocr_max_image_mib (0.5)" in lower.notes
+    )
+    assert "Invoice 4711" in lower.text and not lower.gaps
 
 
 def test_cpu_budget_retries_once_then_leaves_a_gap(corpus: Path) -> None:

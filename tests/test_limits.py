@@ -120,3 +120,17 @@ def test_text_over_the_size_limit_is_refused_with_the_option_named(fixtures_dir:
         from docsan.extract import load_bytes
 
         load_bytes(src.read_bytes(), "-", ExtractConfig(max_text_mib=0.0001))
+
+
+def test_a_scan_over_the_image_decode_limit_is_a_gap_of_a_partial_result(corpus: Path, tmp_path: Path) -> None:
+    # huckfinn's page 2 holds a 9000 x 9000 RGB image: even at 72 dpi MuPDF decodes it to 14.5 MiB (1/4 size).
+    # Under the default (56 MiB) the page is read at 74 dpi (tests/test_extract_ocr.py); under 10 it is not read.
+    config = tmp_path / "low.toml"
+    config.write_text("[extract]\nocr_max_image_mib = 10\n", encoding="utf-8")
+    src = corpus / "huckfinn_mixed_scans_6p.pdf"
+    result = CliRunner().invoke(app, ["clean", str(src), "--pages", "2", "--config", str(config)])
+    assert result.exit_code == ExitCode.PARTIAL, result.output
+    assert result.stderr.strip() == (
+        f"{src}: page 2: its images decode to 14.5 MiB even at 72 dpi, over the ocr_max_image_mib limit of 10 "
+        "(the largest: 9000 x 9000 px, 231.7 MiB whole): not OCR'd (raise ocr_max_image_mib to read it)"
+    )

@@ -79,6 +79,18 @@ class ExtractConfig(BaseModel):
     # Refuse page images beyond this many megapixels before OCR: an almost
     # blank 81-megapixel page would otherwise take minutes and gigabytes.
     ocr_max_megapixels: float = Field(40.0, gt=0)
+    # The images one OCR page draws may decode to at most this many MiB together, as
+    # docsan/extract/image_decode.py estimates before the draw: MuPDF decodes each image whole
+    # (or at 1/2, 1/4... when it is drawn at most half its size) and holds it through the draw,
+    # so a 9000 x 9000 RGB scan (232 MiB) took a worker to 579 MB. Over the limit, the page is
+    # rendered at the highest lower dpi where MuPDF's subsampling brings it within, with a note;
+    # where none does, it is a gap of a partial result (exit 4). 56 leaves every ordinary scan
+    # alone: A4/Letter at 300 dpi in colour decodes to 25 MiB, A4 at 600 dpi in grey 33 MiB, A3 at
+    # 300 dpi in colour (the largest) 50 MiB, and 56 gives that 12% for a scanner's margins. The
+    # draw then holds at most about twice it (a grey copy, a scaled copy) and the page image
+    # beside docsan's own ~175 MB: huckfinn's page peaks at 206 MB (74 dpi, 14.5 MiB; 297 MB at 64,
+    # which leaves it 58 MiB at 149 dpi).
+    ocr_max_image_mib: float = Field(56.0, gt=0)
     # Detect tables (pdfplumber/PyMuPDF) on pages that plausibly hold one.
     tables: bool = True
     # Read at most this many pages of a PDF; the rest is a documented partial result (exit 4, a

@@ -4,10 +4,16 @@
   exceed ``ocr_max_megapixels``: then the resolution is lowered to fit (a
   30-inch page at 300 dpi is 81 megapixels; tesseract's memory and time grow
   with the pixel count, not with the text on the page).
-* Memory: drawing a scan page decodes its image at full resolution (a
-  9000 x 9000 RGB scan is 243 MB) and MuPDF's store keeps it after the draw;
-  ``_render`` empties the store at once and copies the pixels only into the
-  PIL image, so what OSD and tesseract run beside is the grey page image.
+* Memory: drawing a scan page decodes its images (a 9000 x 9000 RGB scan is
+  232 MiB), whole or at a power-of-two subsample, and MuPDF's store keeps
+  them after the draw. Before drawing, ``image_decode`` estimates what they
+  decode to at the chosen dpi; over ``ocr_max_image_mib`` the page is
+  rendered at the highest lower dpi where MuPDF's subsampling brings them
+  within (huckfinn's page 2: 74 dpi, 14.5 MiB), or else it is a gap of a
+  partial result.
+  ``_render`` empties the store right after the draw and copies the pixels
+  only into the PIL image, so what OSD and tesseract run beside is the grey
+  page image.
 * Orientation and script: tesseract's OSD (``--psm 0``) on a copy scaled to
   ~150 dpi, which is plenty for OSD and four times cheaper; the page image is
   turned upright before recognition. Without this an upside-down page comes
@@ -27,6 +33,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -34,6 +41,8 @@ from PIL import Image
 
 from docsan.config import ExtractConfig
 from docsan.extract import tesseract
+from docsan.extract.content_size import MIB
+from docsan.extract.image_decode import PageImage, decoded_mib, page_images
 from docsan.extract.mupdf import pymupdf
 from docsan.extract.tesseract import OcrFailedError, OcrTimeout, OcrUnavailableError
 from docsan.model import BBox, Block, Gap, Source
@@ -90,6 +99,42 @@ def _dpi_within_limit(rect: pymupdf.Rect, dpi: int, max_megapixels: float) -> in
     if pixels <= max_megapixels * 1e6:
         return dpi
     return math.floor(dpi * math.sqrt(max_megapixels * 1e6 / pixels))
+
+
+def _dpi_within_decode_limit(images: list[PageImage], dpi: int, max_mib: float) -> int | None:
+    """The highest dpi from ``dpi`` down to MIN_DPI at which ``images`` decode within ``max_mib``; None if none.
+
+    What they decode to falls with the dpi (MuPDF subsamples more), so a bisection finds it. Where it
+    does not (an image drawn under a pixel is decoded whole), the dpi found still fits: bisection only
+    moves past a dpi it has seen fit.
+    """
+    dpis = range(MIN_DPI, dpi + 1)
+    fitting = bisect.bisect_right(dpis, max_mib, key=lambda d: decoded_mib(images, d))
+    return dpis[fitting - 1] if fitting else None
+
+
+def _within_decode_limit(page: pymupdf.Page, dpi: int, limit: float, out: OcrPage) -> int | None:
+    """The dpi to draw ``page`` at so that its images decode within ``limit`` MiB (a note when below
+    ``dpi``); None, and a gap in ``out``, when no dpi down to MIN_DPI does."""
+    number = page.number + 1
+    images = page_images(page)
+    fitted = _dpi_within_decode_limit(images, dpi, limit)
+    if fitted is None:
+        largest = max(images, key=lambda image: image.decoded_bytes(MIN_DPI))
+        reason = (
+            f"its images decode to {decoded_mib(images, MIN_DPI):.1f} MiB even at {MIN_DPI} dpi, over the "
+            f"ocr_max_image_mib limit of {limit:g} (the largest: {largest.width} x {largest.height} px, "
+            f"{largest.whole_bytes / MIB:.1f} MiB whole): not OCR'd (raise ocr_max_image_mib to read it)"
+        )
+        out.notes.append(f"page {number}: {reason}")
+        out.gaps.append(Gap(number, reason))
+    elif fitted < dpi:
+        out.notes.append(
+            f"page {number}: rendered at {fitted} dpi instead of {dpi}, where its images decode to "
+            f"{decoded_mib(images, fitted):.1f} MiB instead of {decoded_mib(images, dpi):.1f}, to stay within "
+            f"ocr_max_image_mib ({limit:g})"
+        )
+    return fitted
 
 
 def _render(page: pymupdf.Page, dpi: int) -> Image.Image:
@@ -155,6 +200,10 @@ def ocr_page(page: pymupdf.Page, config: ExtractConfig) -> OcrPage:
             f"page {number}: rendered at {dpi} dpi instead of {config.dpi} to stay within "
             f"{config.ocr_max_megapixels:g} megapixels"
         )
+    fitted = _within_decode_limit(page, dpi, config.ocr_max_image_mib, out)
+    if fitted is None:
+        return out
+    dpi = fitted
     spent = 0.0
     for attempt in range(2):
         try:
