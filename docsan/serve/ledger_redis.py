@@ -20,7 +20,8 @@ replica's release is no event here, so while a request waits its replica asks ag
 :data:`RETRY_S`. Room is still also bounded by the upstream's own ``/metrics`` reading, as with the
 memory ledger. A Redis error or a time-out of ``timeout_s`` is :class:`LedgerUnavailable`: 503
 ``ledger_unavailable``, and never an admission without the ledger (fail closed). A release that cannot
-reach Redis is kept and sent again; its lease expires meanwhile anyway.
+reach Redis is kept and sent again; its lease expires meanwhile anyway. A grant whose answer never
+arrived (a time-out, a request cancelled while asking) is renewed by nobody and lapses the same way.
 """
 
 from __future__ import annotations
