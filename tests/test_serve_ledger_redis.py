@@ -283,3 +283,15 @@ def test_two_gateway_processes_share_one_capacity_and_refuse_all_without_redis(t
     assert ready.status_code == 503 and ready.json()["ledger"]["up"] is False and ready.json()["ledger"]["error"]
     assert "docsan_ledger_up 0.0" in metrics
     assert 'docsan_requests_total{outcome="ledger_unavailable",tier="t4"} 1.0' in metrics
+
+
+def test_a_reload_that_changes_the_ledger_says_restart_and_hides_the_password() -> None:
+    from docsan.config import config_from_dict
+    from docsan.serve.reload import LEDGER_RESTART, diff
+
+    old = config_from_dict({})
+    new = config_from_dict({"serve": {"ledger": {"store": "redis://user:s3cret@redis.internal:6379/0"}}})
+    changes = diff(old, new)
+    assert changes["restart_required"] == [{"field": "serve.ledger.store", "reason": LEDGER_RESTART}]
+    assert changes["changed"][0]["new"] == "redis://<credentials>@redis.internal:6379/0"
+    assert "s3cret" not in str(changes)
