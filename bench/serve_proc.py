@@ -1,10 +1,12 @@
 """Servers for the benches and the gateway tests: ``docsan serve`` as its own process (as deployed), any ASGI
-app under a real uvicorn in a thread, and a recording proxy that says exactly what reached an upstream."""
+app under a real uvicorn in a thread, a recording proxy that says exactly what reached an upstream, and a
+redis-server that can be stopped and started again."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -152,3 +154,42 @@ class RecordingProxy:
         data = await resp.aread()
         await resp.aclose()
         return Response(data, status_code=resp.status_code, headers=headers)
+
+
+class RedisServer:
+    """A redis-server of a test's own on a fixed free port, which the test may stop and start again (a fault)."""
+
+    def __init__(self, workdir: Path) -> None:
+        from docsan.serve.embedded_upstream import free_port
+
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> RedisServer:
+        server = shutil.which("redis-server")
+        if server is None:
+            raise RuntimeError("redis-server not installed (scripts/install-system-deps.sh installs it)")
+        self.proc = subprocess.Popen(
+            [server, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        import redis
+
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if redis.Redis(port=self.port, socket_timeout=1).ping():
+                    return self
+            except redis.RedisError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not start on port {self.port}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()  # an outage, not a shutdown
+            proc.wait(10)

@@ -24,13 +24,13 @@ def write_section(path: Path, name: str, markdown: str) -> None:
 
 def publish(results: dict[str, Any], out: Path, name: str, docs: bool) -> None:
     """A run's results: JSON to ``out`` and standard output, and with ``docs`` its section of docs/benchmarks.md
-    (``NAME_md`` in this module writes it: ``replay``, ``load`` or ``sessions``)."""
+    (``NAME_md`` in this module writes it: ``replay``, ``load``, ``sessions`` or ``ledger``)."""
     import json
 
     out.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(results, ensure_ascii=False, indent=1))
     if docs:
-        markdown = {"replay": replay_md, "load": load_md, "sessions": sessions_md}[name](results)
+        markdown = {"replay": replay_md, "load": load_md, "sessions": sessions_md, "ledger": ledger_md}[name](results)
         write_section(Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md", name, markdown)
 
 
@@ -210,6 +210,39 @@ def sessions_md(r: dict[str, Any]) -> str:
             f"The client sent {100 * r['bytes_ratio']:.1f} % of the bytes with the protocol. The whole conversation's "
             "time is mostly vLLM's on shared cores (the load average above); the gateway's own time is the "
             "protocol's cost.",
+            "",
+        ]
+    )
+
+
+def ledger_md(r: dict[str, Any]) -> str:
+    rows = []
+    for shape, label in (("one_at_a_time", "one at a time"), ("32_at_once_room_for_16", "32 at once, room for 16")):
+        s = r["shapes"][shape]
+        m, red = s["memory"], s["redis"]
+        rows.append(
+            [label, f"{m['cycles_per_s']:,}", f"{red['cycles_per_s']:,}", f"{s['redis_over_memory']:.3f}",
+             f"{m['acquire_us_p50']} / {red['acquire_us_p50']}", f"{m['acquire_us_p99']} / {red['acquire_us_p99']}"]
+        )  # fmt: skip
+    header = ["shape", "memory cycles/s", "Redis cycles/s", "Redis / memory", "acquire p50 µs (memory / Redis)",
+              "acquire p99 µs (memory / Redis)"]  # fmt: skip
+    return "\n".join(
+        [
+            "## The shared admission ledger: cost of Redis (`[serve.ledger]`)",
+            "",
+            f"bench/bench_ledger.py, {r['measured_at']}: reserve + release cycles through `Pool.acquire` and "
+            f"`Reservation.release`, the in-process ledger and the Redis one (redis-server {r['redis_server']} on "
+            f"loopback, started by the bench) in the same run; {r['nproc']} cores, load average "
+            f"{r['load_average_before_after'][0]} → {r['load_average_before_after'][1]}.",
+            "",
+            _table(header, rows),
+            "",
+            "A cycle with Redis costs one script round trip to reserve (the release is sent by the pool's keeper, "
+            "batched); the memory ledger costs a few Python operations. In the second shape an acquire includes "
+            "its wait for room (half the requests wait), and with Redis the keeper grants the waiters one round "
+            "trip each. Against a chat request's own cost in the gateway (milliseconds: \"The gateway's overhead "
+            'per request" above) and in vLLM (far more), one round trip per admission is small; the ratio is '
+            "what admission itself costs.",
             "",
         ]
     )

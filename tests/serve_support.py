@@ -8,8 +8,6 @@ forwards, so a test can say exactly what reached the upstream (or that nothing d
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from bench.serve_proc import RecordingProxy, run_uvicorn  # noqa: F401 (the tests' helpers, from one place)
+from bench.serve_proc import RecordingProxy, RedisServer, run_uvicorn  # noqa: F401 (the tests' helpers, from one place)
 from docsan.config import Config, config_from_dict
 from docsan.config.runner import EmbeddedConfig
 
@@ -71,42 +69,3 @@ def wait_ready(url: str, timeout_s: float = 30) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError(f"{url} not ready: {httpx.get(url + '/ready').text}")
-
-
-class RedisServer:
-    """A redis-server of a test's own on a fixed free port, which the test may stop and start again (a fault)."""
-
-    def __init__(self, workdir: Path) -> None:
-        from docsan.serve.embedded_upstream import free_port
-
-        self.workdir = workdir
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> RedisServer:
-        server = shutil.which("redis-server")
-        if server is None:
-            raise RuntimeError("redis-server not installed (scripts/install-system-deps.sh installs it)")
-        self.proc = subprocess.Popen(
-            [server, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        import redis
-
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if redis.Redis(port=self.port, socket_timeout=1).ping():
-                    return self
-            except redis.RedisError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {self.port}") from None
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()  # an outage, not a shutdown
-            proc.wait(10)

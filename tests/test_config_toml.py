@@ -51,7 +51,8 @@ def test_every_option_says_why_and_sections_come_in_run_order() -> None:
         assert above.startswith("# ") and not _is_option(above), f"no comment says why: {lines[i]}"
     sections = [line.strip("[]") for line in lines if line.startswith("[")]
     stages = [s for s in sections if s in REGISTRY]
-    assert sections[0] == "extract" and sections[-4:] == ["runner", "runner.embedded", "serve", "serve.sessions"]
+    assert sections[0] == "extract"
+    assert sections[-5:] == ["runner", "runner.embedded", "serve", "serve.sessions", "serve.ledger"]
     assert stages[: len(Config().stages)] == list(Config().stages)  # the default stages, in their order
     assert set(stages) == set(REGISTRY)
 

@@ -79,7 +79,7 @@ def test_priority_goes_first_and_the_head_is_not_overtaken() -> None:
         tasks.append(asyncio.create_task(want("small", 128, Klass.REALTIME)))
         tasks.append(asyncio.create_task(want("vip", 256, Klass.PRIORITY)))
         await asyncio.sleep(0.01)
-        assert pool.try_acquire(128, 1, "t4") is None  # a deferred job never jumps waiting requests
+        assert await pool.try_acquire(128, 1, "t4") is None  # a deferred job never jumps waiting requests
         held.release()
         await asyncio.gather(*tasks)
         assert order == ["vip", "big", "small"]

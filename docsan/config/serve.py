@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 MIB = 1024**2
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _check_store(value: str) -> str:
+    if value != "memory" and not value.startswith(REDIS_SCHEMES):
+        raise ValueError(f'store must be "memory" or a Redis URL (redis://host:port/db), not {value!r}')
+    return value
+
+
+# A store setting (sessions, ledger): "memory" or a Redis URL.
+StoreUrl = Annotated[str, AfterValidator(_check_store)]
 
 
 class SessionsConfig(BaseModel):
@@ -15,7 +27,7 @@ class SessionsConfig(BaseModel):
 
     # "memory": in this gateway process; "redis://host:port/db" (or rediss://, unix://): one Redis that several
     # gateway replicas share, so a client may land on any of them.
-    store: str = "memory"
+    store: StoreUrl = "memory"
     # Sessions kept at most; past it the least recently used go first (the incident's phones never evicted).
     max_sessions: int = Field(10_000, gt=0)
     # Bytes of stored history (its JSON) at most, all sessions together; least recently used go first. A
@@ -28,12 +40,25 @@ class SessionsConfig(BaseModel):
     # Redis: the prefix of every key the gateway writes (several deployments can share one Redis).
     key_prefix: str = "docsan:session:"
 
-    @field_validator("store")
-    @classmethod
-    def _store(cls, value: str) -> str:
-        if value != "memory" and not value.startswith(REDIS_SCHEMES):
-            raise ValueError(f'store must be "memory" or a Redis URL (redis://host:port/db), not {value!r}')
-        return value
+
+class LedgerConfig(BaseModel):
+    """``[serve.ledger]``: where the KV admission ledger lives (docs/serve.md, "Admission control")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # "memory": in this gateway process, so two replicas would each admit up to the whole capacity; "redis://..."
+    # (or rediss://, unix://): one Redis that several gateway replicas share, so their reservations and sequences in
+    # flight count against one capacity and one cap per upstream.
+    store: StoreUrl = "memory"
+    # Redis: each reservation is a lease this long, renewed every second while its request is in flight, so a
+    # replica that dies frees its KV room after at most this; long enough that a live replica survives Redis or
+    # its own event loop stalling for several seconds (more than 14 missed renewals) without losing a lease. At least
+    # 2 s: twice the renewal period.
+    lease_s: float = Field(15.0, ge=2.0)
+    # Redis: one ledger operation that takes longer fails the request with 503 ledger_unavailable (fail closed).
+    timeout_s: float = Field(1.0, gt=0)
+    # Redis: the prefix of every key the ledger writes (several deployments can share one Redis).
+    key_prefix: str = "docsan:ledger:"
 
 
 class ServeConfig(BaseModel):
@@ -86,3 +111,5 @@ class ServeConfig(BaseModel):
     client_send_timeout_s: float = Field(30.0, gt=0)
     # Sessions (x-docsan-session): the bounded store of histories for the incremental protocol.
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    # The KV admission ledger: in this process, or in a Redis that gateway replicas share.
+    ledger: LedgerConfig = Field(default_factory=LedgerConfig)

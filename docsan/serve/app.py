@@ -119,7 +119,11 @@ def create_app(
         for name, up in gw.tier_upstreams():
             tiers[name] = {"upstream": up.url, "ready": up.ready(stale), "error": up.last_error}
         ok = bool(tiers) and all(t["ready"] for t in tiers.values())
-        return JSONResponse({"ready": ok, "tiers": tiers}, status_code=200 if ok else 503)
+        body: dict[str, Any] = {"ready": ok, "tiers": tiers}
+        if gw.ledger is not None:  # the shared ledger not answering: nothing can be admitted
+            body["ledger"] = gw.ledger.state()
+            body["ready"] = ok = ok and body["ledger"]["up"]
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metrics")
     async def metrics() -> Response:

@@ -45,6 +45,8 @@ INLINE_BODY_BYTES = 16 * 1024
 # A session's delta is small but expands into its stored history: that many messages go to a thread too.
 INLINE_MESSAGES = 64
 AUDIT_HEADER = "x-docsan-audit"
+# docsan_requests_total's outcome for an admission refusal, by its error code (else upstream_down).
+OUTCOMES = {"memory_limit": "memory_limit", "ledger_unavailable": "ledger_unavailable"}
 
 
 class ClientGone(Exception):
@@ -91,10 +93,9 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
             tokens, body.n, d.tier, Klass.PRIORITY if priority else Klass.REALTIME, serve.queue_wait_s
         )
     except AdmissionError as err:
-        code = "memory_limit" if str(err).startswith("memory limit") else "upstream_unavailable"
-        gw.metrics.requests.labels(d.tier, "memory_limit" if code == "memory_limit" else "upstream_down").inc()
+        gw.metrics.requests.labels(d.tier, OUTCOMES.get(err.code, "upstream_down")).inc()
         extra = {} if err.retry_after is None else {"retry-after": str(math.ceil(err.retry_after))}
-        raise ApiError(err.status, str(err), code=code, headers={**headers, **extra}) from None
+        raise ApiError(err.status, str(err), code=err.code, headers={**headers, **extra}) from None
     waited = time.perf_counter() - w0
     gw.metrics.wait_seconds.labels(d.tier).observe(waited)
     timing = f"docsan;dur={1000 * overhead:.2f}, queue;dur={1000 * waited:.2f}"

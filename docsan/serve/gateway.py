@@ -29,7 +29,7 @@ from docsan.runner.request import RequestPath
 from docsan.runner.tiers import Tier, build_tiers
 from docsan.serve.embedded_upstream import EmbeddedServer
 from docsan.serve.errors import ApiError
-from docsan.serve.ledger import Pool
+from docsan.serve.ledger import Pool, open_ledger
 from docsan.serve.metrics import Metrics
 from docsan.serve.reload import diff
 from docsan.serve.sessions import SessionStore, open_store
@@ -99,8 +99,10 @@ class Gateway:
         self.upstreams: dict[str, Upstream] = {}
         self.client: httpx.AsyncClient | None = None
         self.queue = DeferredQueue(snapshot.config.runner.queue_path)
-        self.metrics = Metrics(self.tier_upstreams)
         self.sessions: SessionStore = open_store(snapshot.config.serve.sessions)
+        # None: the ledger lives in this process (the default); else the Redis one the replicas share.
+        self.ledger = open_ledger(snapshot.config.serve.ledger)
+        self.metrics = Metrics(self.tier_upstreams, self.ledger.state if self.ledger is not None else None)
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._reload_lock = asyncio.Lock()
@@ -164,6 +166,8 @@ class Gateway:
         if self.client is not None:
             await self.client.aclose()
         await self.sessions.close()
+        if self.ledger is not None:
+            await self.ledger.close()
         if self.embedded is not None and self.owns_embedded:
             await asyncio.to_thread(self.embedded.stop)
 
@@ -181,7 +185,7 @@ class Gateway:
                 block, seqs = snap.config.runner.embedded.block_size, snap.config.runner.embedded.max_num_seqs
             up = self.upstreams.get(url)
             if up is None:
-                pool = Pool(
+                pool = (Pool if self.ledger is None else self.ledger.pool)(
                     url, capacity_tokens=capacity, block_size=block, max_num_seqs=seqs, queue_max=serve.queue_max,
                     stale_after_s=serve.stale_after_s, use_metrics=serve.upstream_metrics,
                 )  # fmt: skip

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from docsan.runner.queue import Job, recovered_note
+from docsan.serve.ledger import AdmissionError
 
 if TYPE_CHECKING:
     from docsan.serve.gateway import Gateway
@@ -98,7 +99,12 @@ async def _drain_forever(gw: Gateway, running: set[asyncio.Task[None]]) -> None:
                 await asyncio.to_thread(gw.queue.fail, job.id, f"tier {job.tier} is no longer configured")
                 continue
             up = gw.upstream_for(snap, job.tier)
-            reservation = up.pool.try_acquire(up.pool.tokens_for(job.prompt_tokens, job.max_tokens), 1, job.tier)
+            try:
+                reservation = await up.pool.try_acquire(
+                    up.pool.tokens_for(job.prompt_tokens, job.max_tokens), 1, job.tier
+                )
+            except AdmissionError:  # the shared ledger does not answer: the jobs wait for it
+                break
             if reservation is None:
                 continue
             if not await asyncio.to_thread(gw.queue.claim, job.id):

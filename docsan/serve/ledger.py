@@ -16,6 +16,10 @@ A request that does not fit waits in a bounded queue ordered by class (priority,
 real-time, then deferred jobs) and arrival. The head of the queue is served first even when
 a smaller request behind it would fit: letting small requests pass would starve the long
 ones, which is the seed's "some requests never get enough memory".
+
+The ledger lives in the gateway process (``[serve.ledger] store = "memory"``, the default) or in a
+Redis that gateway replicas share (:mod:`docsan.serve.ledger_redis`: the same pools, their account
+kept there).
 """
 
 from __future__ import annotations
@@ -28,6 +32,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+from docsan.config.serve import LedgerConfig
+
+if TYPE_CHECKING:
+    from docsan.serve.ledger_redis import RedisLedger
 
 
 class Klass(IntEnum):
@@ -39,12 +49,15 @@ class Klass(IntEnum):
 
 
 class AdmissionError(Exception):
-    """A request cannot be admitted; ``status`` is the HTTP status the gateway answers with."""
+    """A request cannot be admitted; ``status`` and ``code`` are what the gateway answers with."""
 
-    def __init__(self, message: str, status: int = 503, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, status: int = 503, retry_after: float | None = None, code: str = "upstream_unavailable"
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.code = code
 
 
 @dataclass(slots=True)
@@ -173,11 +186,15 @@ class Pool:
 
     # --- admission -------------------------------------------------------------------------------
 
-    def try_acquire(self, tokens: int, seqs: int, tier: str) -> Reservation | None:
+    async def try_acquire(self, tokens: int, seqs: int, tier: str) -> Reservation | None:
         """A reservation now, or None; never jumps a waiting request."""
-        if self.queue_depth() or not self.fits(tokens, seqs):
+        if self.queue_depth():
             return None
-        return self._reserve(tokens, seqs, tier)
+        return await self._grant(tokens, seqs, tier)
+
+    async def _grant(self, tokens: int, seqs: int, tier: str) -> Reservation | None:
+        """A reservation if the request fits now (a shared ledger asks its Redis: :mod:`docsan.serve.ledger_redis`)."""
+        return self._reserve(tokens, seqs, tier) if self.fits(tokens, seqs) else None
 
     async def acquire(self, tokens: int, seqs: int, tier: str, klass: Klass, wait_s: float) -> Reservation:
         """Reserve ``tokens`` for ``seqs`` sequences, waiting up to ``wait_s``; raise :class:`AdmissionError`."""
@@ -186,16 +203,21 @@ class Pool:
         if self.healthy is None:
             raise AdmissionError(f"tier {tier}: upstream {self.url} is not ready yet", retry_after=5)
         if tokens > self.capacity:
-            raise AdmissionError(self._memory_message(tier, tokens, "the tier holds at most this in all"))
+            raise AdmissionError(self._memory_message(tier, tokens, "the tier holds at most this in all"),
+                                 code="memory_limit")  # fmt: skip
         first = not any(not w.future.done() and w.klass <= klass for w in self._waiters)
-        if first and self.fits(tokens, seqs):
-            return self._reserve(tokens, seqs, tier)
+        if first:
+            granted = await self._grant(tokens, seqs, tier)
+            if granted is not None:
+                return granted
         if self.queue_depth() >= self.queue_max:
             raise AdmissionError(
-                self._memory_message(tier, tokens, f"{self.queue_max} requests already waiting"), retry_after=wait_s
-            )
+                self._memory_message(tier, tokens, f"{self.queue_max} requests already waiting"), retry_after=wait_s,
+                code="memory_limit",
+            )  # fmt: skip
         waiter = _Waiter(int(klass), next(self._seq), tokens, seqs, tier, asyncio.get_running_loop().create_future())
         heapq.heappush(self._waiters, waiter)
+        self._queued()
         try:
             return await asyncio.wait_for(asyncio.shield(waiter.future), timeout=wait_s)
         except TimeoutError:
@@ -204,8 +226,9 @@ class Pool:
             waiter.future.cancel()
             self.dispatch()
             raise AdmissionError(
-                self._memory_message(tier, tokens, f"waited {wait_s:g} s"), retry_after=max(1.0, wait_s)
-            ) from None
+                self._memory_message(tier, tokens, f"waited {wait_s:g} s"), retry_after=max(1.0, wait_s),
+                code="memory_limit",
+            ) from None  # fmt: skip
         except asyncio.CancelledError:
             # The client went away while waiting: give back what was granted meanwhile, let the next one in.
             if waiter.future.done() and not waiter.future.cancelled() and waiter.future.exception() is None:
@@ -213,6 +236,10 @@ class Pool:
             waiter.future.cancel()
             self.dispatch()
             raise
+
+    def _queued(self) -> None:
+        """A request joined the queue: nothing to do here (the next release, poll or cancellation dispatches); a
+        shared ledger starts asking its Redis, since other replicas' releases are not events here."""
 
     def _memory_message(self, tier: str, tokens: int, why: str) -> str:
         return (
@@ -263,3 +290,12 @@ class Pool:
         if not healthy and was is not False:
             self.fail_waiters(AdmissionError(f"upstream {self.url} is down", status=502))
         self.dispatch()
+
+
+def open_ledger(cfg: LedgerConfig) -> RedisLedger | None:
+    """None: each pool keeps its own account in this process; else the Redis ledger whose pools replicas share."""
+    if cfg.store == "memory":
+        return None
+    from docsan.serve.ledger_redis import RedisLedger
+
+    return RedisLedger(cfg)

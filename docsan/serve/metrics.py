@@ -7,6 +7,7 @@ pools when /metrics is scraped, so they are never stale between polls.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -55,8 +56,21 @@ class TierGauges(Collector):
         yield from families.values()
 
 
+class LedgerGauge(Collector):
+    """docsan_ledger_up, read at scrape time; only with a shared (Redis) ledger."""
+
+    def __init__(self, state: Callable[[], dict[str, Any]]) -> None:
+        self.state = state
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        doc = "1 when the shared KV ledger (Redis) answered its last call; 0: no request is admitted (fail closed)"
+        yield GaugeMetricFamily("docsan_ledger_up", doc, value=1.0 if self.state()["up"] else 0.0)
+
+
 class Metrics:
-    def __init__(self, tiers: Callable[[], Iterable[tuple[str, Upstream]]]) -> None:
+    def __init__(
+        self, tiers: Callable[[], Iterable[tuple[str, Upstream]]], ledger: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "docsan_requests", "chat requests by tier and outcome", ["tier", "outcome"], registry=self.registry
@@ -88,6 +102,8 @@ class Metrics:
             "docsan_session_bytes", "bytes of stored histories after the last write", registry=self.registry
         )
         self.registry.register(TierGauges(tiers))
+        if ledger is not None:
+            self.registry.register(LedgerGauge(ledger))
 
     def observe_store(self, result: PutResult) -> None:
         self.sessions_evicted.inc(result.evicted)

@@ -20,6 +20,8 @@ ENGINE_RESTART = (
 )
 EMBEDDED_RESTART = "the embedded vLLM server keeps its engine settings: restart `docsan serve` to apply them"
 GATEWAY_RESTART = "the gateway listens where it started: restart `docsan serve` to move it"
+# Reservations in flight are held in the ledger they came from; a new one would start without them.
+LEDGER_RESTART = "the gateway keeps the KV ledger it started with: restart `docsan serve` to change it"
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -35,10 +37,11 @@ def effective(config: Config) -> dict[str, Any]:
     """The settings as the gateway applies them: built tiers (built-ins merged), not the raw overrides."""
     data = config.model_dump(mode="json")
     data["runner"]["tiers"] = {n: t.model_dump(mode="json") for n, t in build_tiers(config.runner.tiers).items()}
-    store = data["serve"]["sessions"]["store"]
-    if "@" in store:  # redis://user:password@host: the password is not echoed
-        scheme, _, rest = store.partition("://")
-        data["serve"]["sessions"]["store"] = f"{scheme}://<credentials>@{rest.rsplit('@', 1)[1]}"
+    for section in ("sessions", "ledger"):
+        store = data["serve"][section]["store"]
+        if "@" in store:  # redis://user:password@host: the password is not echoed
+            scheme, _, rest = store.partition("://")
+            data["serve"][section]["store"] = f"{scheme}://<credentials>@{rest.rsplit('@', 1)[1]}"
     for secret in ("api_keys", "admin_token"):
         if data["serve"][secret]:
             data["serve"][secret] = (
@@ -66,4 +69,6 @@ def diff(old: Config, new: Config) -> dict[str, Any]:
             restart.append({"field": key, "reason": EMBEDDED_RESTART})
         elif key in ("serve.host", "serve.port"):
             restart.append({"field": key, "reason": GATEWAY_RESTART})
+        elif parts[:2] == ["serve", "ledger"]:
+            restart.append({"field": key, "reason": LEDGER_RESTART})
     return {"changed": changed, "restart_required": restart}
