@@ -35,11 +35,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from docsan.config.serve import LedgerConfig
 from docsan.serve.ledger import AdmissionError, Pool, Reservation
+from docsan.serve.redis_client import connect, where
 
 log = logging.getLogger("docsan.serve")
 
@@ -137,10 +137,7 @@ class RedisLedger:
 
     def __init__(self, cfg: LedgerConfig) -> None:
         self.cfg = cfg
-        t = cfg.timeout_s
-        self.client = aioredis.Redis.from_url(
-            cfg.store, socket_timeout=t, socket_connect_timeout=t, retry_on_timeout=False
-        )
+        self.client = connect(cfg.store, cfg.timeout_s)
         self.scripts = {n: self.client.register_script(s) for n, s in
                         (("reserve", _RESERVE), ("release", _RELEASE), ("renew", _RENEW))}  # fmt: skip
         # None until the first call answered; then whether the last one did, and why not.
@@ -155,9 +152,7 @@ class RedisLedger:
         return pool
 
     def where(self) -> str:
-        # The URL without a password.
-        kw = self.client.connection_pool.connection_kwargs
-        return f"redis {kw.get('host', kw.get('path', '?'))}:{kw.get('port', '')}/{kw.get('db', 0)}"
+        return where(self.client)
 
     def state(self) -> dict[str, Any]:
         return {"store": self.where(), "up": self.up is True, "error": self.error}

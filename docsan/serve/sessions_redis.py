@@ -17,10 +17,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from docsan.config.serve import SessionsConfig
+from docsan.serve.redis_client import connect, where
 from docsan.serve.sessions import PutResult, SessionState, StoreUnavailable
 
 # KEYS: value, lru, bytes, total. ARGV: id, prefix, now, ttl.
@@ -88,10 +88,7 @@ class RedisStore:
     def __init__(self, cfg: SessionsConfig) -> None:
         self.cfg = cfg
         self.prefix = cfg.key_prefix
-        t = cfg.timeout_s
-        self.client = aioredis.Redis.from_url(
-            cfg.store, socket_timeout=t, socket_connect_timeout=t, retry_on_timeout=False
-        )
+        self.client = connect(cfg.store, cfg.timeout_s)
         self._get = self.client.register_script(_GET)
         self._put = self.client.register_script(_PUT)
         self._keys = (self.prefix + ":lru", self.prefix + ":bytes", self.prefix + ":total")
@@ -112,13 +109,8 @@ class RedisStore:
         try:
             return await script(keys=keys, args=args)
         except (RedisError, OSError) as err:
-            raise StoreUnavailable(f"session store {self._where()} did not answer: {type(err).__name__}: {err}") \
+            raise StoreUnavailable(f"session store {where(self.client)} did not answer: {type(err).__name__}: {err}") \
                 from None  # fmt: skip
-
-    def _where(self) -> str:
-        # The URL without a password.
-        kw = self.client.connection_pool.connection_kwargs
-        return f"redis {kw.get('host', kw.get('path', '?'))}:{kw.get('port', '')}/{kw.get('db', 0)}"
 
     async def close(self) -> None:
         await self.client.aclose()
