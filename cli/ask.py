@@ -86,10 +86,17 @@ def ask(
     from docsan.runner.backends.factory import make_backend
     from docsan.runner.errors import GuardError
     from docsan.runner.queue import DeferredQueue
+    from docsan.runner.router import named_tier
+    from docsan.runner.tiers import build_tiers
 
     as_json = wants_json(fmt, json_alias)
     config = get_config(config_file).with_overrides(options=template_marker_options(template_markers))
     backend_name = backend.value if backend else config.runner.backend
+    if tier != "auto":
+        try:  # a name that is no tier is a bad argument: refused before the file is read
+            named_tier(tier, build_tiers(config.runner.tiers))
+        except DocsanError as err:
+            fail(str(err), ExitCode.USAGE)
     try:
         prepared = prepare(
             file,
