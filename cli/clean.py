@@ -28,6 +28,7 @@ from .common import (
     error_line,
     fail,
     get_config,
+    say_skipped,
     template_marker_options,
 )
 from .exit_codes import ExitCode
@@ -221,7 +222,7 @@ def clean(
         # Counted only when someone reads the counts: the summary, the report's token bars.
         count = Tokenizer.load(tokenizer).count if show_summary or html_report is not None else None
         stage_count = count if html_report is not None else None
-        skip = None if quiet else _say_skipped
+        skip = None if quiet else say_skipped
         inputs = expand_inputs(paths, exclude=output, on_skip=skip)
         # An existing folder given as -o receives the output even for one input, like cp and mv.
         several = len(inputs) > 1 or any(p.is_dir() for p in paths) or (output is not None and output.is_dir())
@@ -363,10 +364,6 @@ def _check_writable(path: Path, flag: str) -> None:
     _make_dir(path.parent, flag)
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         fail(f"{path}: {flag} cannot be written (permission denied)", ExitCode.USAGE)
-
-
-def _say_skipped(path: Path) -> None:
-    err_console.print(f"docsan: skipped {path}: unsupported file type", highlight=False, markup=False)
 
 
 def _is_stdout(path: Path | None) -> bool:
