@@ -38,7 +38,8 @@ def ask(
         str, typer.Option("--tier", help="auto (route by prompt length), or a tier name: t4, a10g, a100, ...")
     ] = "auto",
     budget: Annotated[
-        int | None, typer.Option("--budget", help="Prompt token budget (chat template included); trims the document.")
+        int | None,
+        typer.Option("--budget", min=1, help="Prompt token budget (chat template included); trims the document."),
     ] = None,
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Answer length limit (default: the tier's).")

@@ -195,3 +195,8 @@ def test_a_tier_name_that_is_no_tier_is_a_bad_argument(tmp_path: Path) -> None:
         result = runner.invoke(app, command)
         assert result.exit_code == 2, result.output
         assert result.stderr == "docsan: error: unknown tier 'h100': choose one of t4, a10g, a100\n"
+
+
+def test_a_budget_of_zero_is_a_bad_argument_not_no_budget() -> None:
+    result = CliRunner().invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", "0"])
+    assert result.exit_code == 2 and "--budget" in result.output
