@@ -85,7 +85,7 @@ sessions-bench: setup
 ledger-bench: setup
 	$(BIN)/python bench/bench_ledger.py --docs
 
-# The gateway's own cost per request against the same vLLM server straight (about 10 min: it starts the
+# The gateway's own cost per request against the same vLLM server straight (3 min here: it starts the
 # embedded CPU engine). Its entry in docs/benchmarks.json and the micro-benchmarks of docs/benchmarks.md
 # is replaced; every other figure there is kept from the previous run, which the report names.
 serve-bench: setup
