@@ -6,7 +6,8 @@ objects every 700 container allocations and, as the live objects of a long
 document pile up, full passes over every one of them. Measured on the shared
 corpus's 19 text-layer files (``docsan clean --no-ocr``, one process):
 804 collections took 0.89 s of a 4.8 CPU s run and freed 658 objects in all;
-with these settings, 193 collections took 0.10 s and freed the same objects.
+with these settings, 214 collections freed 653 of them, in a quarter of the
+time (docs/benchmarks.md, "The garbage collector").
 
 Only processes docsan owns are tuned: the CLI's and the workers it starts. A
 service that imports the library keeps its own collector settings.
@@ -17,8 +18,7 @@ from __future__ import annotations
 import gc
 
 # Container allocations between young-generation passes (CPython's default is 700).
-# Cycles are still found, only in fewer, larger passes: a run of the corpus
-# freed the same objects as with the default.
+# Cycles are still found, only in fewer, larger passes.
 YOUNG_THRESHOLD = 50_000
 
 
