@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.docsan-installed
 DEMO   := fixtures/bilingual_report.pdf
 
-.PHONY: setup system-deps demo test test-fast lint bench fuzz replay load faults sessions-bench gateway-runs golden clean-venv
+.PHONY: setup system-deps demo test test-fast lint bench fuzz replay load faults sessions-bench ledger-bench serve-bench gateway-runs golden clean-venv
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -80,6 +80,17 @@ load: setup
 sessions-bench: setup
 	$(BIN)/python bench/bench_sessions.py --docs
 
+# Reserve + release cycles of the shared (Redis) admission ledger against the in-process one (seconds;
+# a redis-server on a free loopback port, started and stopped by the bench).
+ledger-bench: setup
+	$(BIN)/python bench/bench_ledger.py --docs
+
+# The gateway's own cost per request against the same vLLM server straight (3 min here: it starts the
+# embedded CPU engine). Its entry in docs/benchmarks.json and the micro-benchmarks of docs/benchmarks.md
+# is replaced; every other figure there is kept from the previous run, which the report names.
+serve-bench: setup
+	$(BIN)/python bench/bench_serve.py --docs
+
 faults: setup
 	@start=$$(date +%s); DOCSAN_FAULT_REPORT=docs/faults.json $(BIN)/pytest -q -m fault; \
 	status=$$?; $(BIN)/python -m bench.serve_report faults docs/faults.json $$(( $$(date +%s) - start )); exit $$status
@@ -89,6 +100,7 @@ gateway-runs:
 	$(MAKE) replay
 	$(MAKE) load
 	$(MAKE) sessions-bench
+	$(MAKE) ledger-bench
 	$(MAKE) faults
 
 clean-venv:

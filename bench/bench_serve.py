@@ -245,7 +245,24 @@ def run(short_n: int = 60, doc_n: int = 15) -> dict[str, Any]:
     return out
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    import argparse
     import json
 
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--docs",
+        action="store_true",
+        help="run as make bench's micro-benchmark and record it: its entry in docs/benchmarks.json and its section "
+        "of docs/benchmarks.md replaced, the other figures kept from the previous run (else: print the JSON)",
+    )
+    if p.parse_args(argv).docs:
+        from bench import run_all
+
+        return run_all.record("bench_serve")
     print(json.dumps(run(), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -293,6 +293,7 @@ MICRO_TARGETS = {
     "bench_chat": "chat histories: asked-fact recall and token reduction, recent vs query; cost per request (issue 15)",
     "bench_rank": "BM25 terms: stemming and Chinese segmentation measured before adoption (issue 15)",
     "bench_serve": "gateway overhead per request against a direct request to the same vLLM server (issue 10)",
+    "bench_ledger": "the shared (Redis) admission ledger's reserve + release cycles against the in-process one",
     "bench_repetition": "repetition and furniture left on 1-5-page documents, before and after (issue 16)",
 }
 

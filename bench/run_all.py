@@ -240,6 +240,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def record(name: str, docs: Path = ROOT / "docs") -> int:
+    """Run micro-benchmark ``name`` alone into ``docs``: its entry in benchmarks.json (and its section) replaced,
+    everything else kept from the previous run and said so (``make serve-bench``); 1 when it measured nothing."""
+    elsewhere = [] if docs == ROOT / "docs" else ["--docs", str(docs)]  # the report's command stays short
+    main(["--only", "micro", "--micro", name, "--keep-previous", *elsewhere])
+    entry = json.loads((docs / "benchmarks.json").read_text(encoding="utf-8"))["micro"][name]
+    if entry["status"] != "ok":
+        log(f"{name}: {entry['status']}")
+        return 1
+    return 0
+
+
 def _keep_previous(results: dict, path: Path) -> None:
     """Fill in what this run did not measure from the previous results, saying from when."""
     if not path.is_file():

@@ -10,6 +10,7 @@ docsan's own numbers look like is `make bench`'s business.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import pytest
@@ -108,3 +109,25 @@ def test_measure_reports_memory_and_kills_on_timeout(tmp_path):
     m = tools_speed.measure([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path, timeout_s=1)
     assert m.returncode == -9
     assert m.wall_s < 10
+
+
+def test_one_micro_benchmark_run_alone_lands_in_the_report_and_keeps_the_rest(generated, tmp_path):
+    """`make serve-bench`'s path (bench_serve --docs), on the cheapest real micro-benchmark: its entry lands in
+    benchmarks.json and benchmarks.md; what the run did not measure is kept from the previous run, which it names."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server not installed (scripts/install-system-deps.sh installs it)")
+    docs = tmp_path / "docs"
+    shutil.copytree(generated, docs)
+    before = json.loads((docs / "benchmarks.json").read_text(encoding="utf-8"))
+    assert before["micro"]["bench_ledger"] == {"status": "skipped (--skip)"}
+    assert run_all.record("bench_ledger", docs) == 0
+    after = json.loads((docs / "benchmarks.json").read_text(encoding="utf-8"))
+    entry = after["micro"]["bench_ledger"]
+    assert entry["status"] == "ok" and entry["result"]["shapes"]["one_at_a_time"]["redis"]["cycles_per_s"] > 0
+    assert after["speed"] == before["speed"]
+    others = {k: v for k, v in after["micro"].items() if k != "bench_ledger"}
+    assert others == {k: v for k, v in before["micro"].items() if k != "bench_ledger"}
+    assert before["date"] in after["kept"] and "--micro bench_ledger --keep-previous" in after["command"]
+    text = (docs / "benchmarks.md").read_text(encoding="utf-8")
+    assert "### bench_ledger: the shared (Redis) admission ledger" in text
+    assert "redis_over_memory" in text and "PyMuPDF get_text() (floor)" in text

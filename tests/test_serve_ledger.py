@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,51 @@ def test_a_request_that_does_not_fit_waits_then_gets_memory_limit() -> None:
         held.release()  # room again: the waiter is granted
         granted = await waiter
         assert pool.reserved == 512 and granted.tokens == 512
+
+    asyncio.run(run())
+
+
+def test_a_waiter_cancelled_as_it_is_granted_ends_cancelled_and_lets_the_next_one_in() -> None:
+    """The client goes away in the loop iteration its waiter is granted: the task must still end cancelled (on
+    3.11 ``asyncio.wait_for`` returned the grant and swallowed the cancellation, cpython gh-86296), the grant is
+    given back and the next waiter gets the room."""
+
+    async def run() -> None:
+        pool = _pool(Clock())
+        held = await pool.acquire(1024, 1, "t4", Klass.REALTIME, 0)
+        first = asyncio.create_task(pool.acquire(1024, 1, "t4", Klass.REALTIME, 5))
+        await asyncio.sleep(0.01)
+        second = asyncio.create_task(pool.acquire(512, 1, "t4", Klass.REALTIME, 5))
+        await asyncio.sleep(0.01)
+        assert pool.queue_depth() == 2
+        held.release()  # grants `first` its 1024 tokens now; `second` does not fit behind it
+        first.cancel()  # ...and its client is gone before `first` runs again
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        granted = await second
+        assert granted.tokens == 512 and pool.reserved == 512 and pool.in_flight == 1
+        granted.release()
+        assert pool.reserved == 0 and pool.queue_depth() == 0
+
+    asyncio.run(run())
+
+
+def test_a_grant_that_lands_as_the_wait_runs_out_is_returned_not_leaked() -> None:
+    """The timeout fires and, in the same loop iteration, the room frees up and the waiter is granted: the request
+    gets the reservation (nothing is held for a request that already got its 503)."""
+
+    async def run() -> None:
+        pool = _pool(Clock())
+        held = await pool.acquire(1024, 1, "t4", Klass.REALTIME, 0)
+        waiter = asyncio.create_task(pool.acquire(512, 1, "t4", Klass.REALTIME, 0.05))
+        await asyncio.sleep(0)
+        assert pool.queue_depth() == 1
+        asyncio.get_running_loop().call_later(0.06, held.release)  # due just after the wait's deadline
+        time.sleep(0.2)  # the loop is busy past both: the deadline, then the release, run in one iteration
+        granted = await waiter
+        assert granted.tokens == 512 and pool.reserved == 512
+        granted.release()
+        assert pool.reserved == 0
 
     asyncio.run(run())
 

@@ -319,8 +319,11 @@ class _ReleasingStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def bounded(message: Any) -> None:
+            # asyncio.timeout, not wait_for: the send runs in this task (no task per chunk), and on 3.11 wait_for
+            # drops a disconnect's cancellation that lands as the send completes (cpython gh-86296).
             try:
-                await asyncio.wait_for(send(message), self.send_timeout_s)
+                async with asyncio.timeout(self.send_timeout_s):
+                    await send(message)
             except TimeoutError:
                 raise _SlowClient from None
 

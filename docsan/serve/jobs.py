@@ -114,8 +114,11 @@ async def _drain_forever(gw: Gateway, running: set[asyncio.Task[None]]) -> None:
             running.add(task)
             task.add_done_callback(running.discard)
         interval = snap.config.serve.drain_interval_s
+        # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancellation that lands with the wakeup (cpython
+        # gh-86296), and the gateway's stop() would wait for ever on a drainer that carried on.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(gw.drain_wakeup.wait(), timeout=interval)
+            async with asyncio.timeout(interval):
+                await gw.drain_wakeup.wait()
 
 
 async def _run(gw: Gateway, job: Job, api: str, served_model: str | None, reservation: Any) -> None:

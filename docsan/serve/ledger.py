@@ -219,7 +219,10 @@ class Pool:
         heapq.heappush(self._waiters, waiter)
         self._queued()
         try:
-            return await asyncio.wait_for(asyncio.shield(waiter.future), timeout=wait_s)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for returns a result that lands in the iteration its task
+            # is cancelled and drops the cancellation (cpython gh-86296), so a gone client would keep its grant.
+            async with asyncio.timeout(wait_s):
+                return await asyncio.shield(waiter.future)
         except TimeoutError:
             if waiter.future.done() and not waiter.future.cancelled() and waiter.future.exception() is None:
                 return waiter.future.result()  # granted in the same instant the wait ran out
