@@ -38,7 +38,8 @@ def ask(
         str, typer.Option("--tier", help="auto (route by prompt length), or a tier name: t4, a10g, a100, ...")
     ] = "auto",
     budget: Annotated[
-        int | None, typer.Option("--budget", help="Prompt token budget (chat template included); trims the document.")
+        int | None,
+        typer.Option("--budget", min=1, help="Prompt token budget (chat template included); trims the document."),
     ] = None,
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Answer length limit (default: the tier's).")
@@ -86,10 +87,17 @@ def ask(
     from docsan.runner.backends.factory import make_backend
     from docsan.runner.errors import GuardError
     from docsan.runner.queue import DeferredQueue
+    from docsan.runner.router import named_tier
+    from docsan.runner.tiers import build_tiers
 
     as_json = wants_json(fmt, json_alias)
     config = get_config(config_file).with_overrides(options=template_marker_options(template_markers))
     backend_name = backend.value if backend else config.runner.backend
+    if tier != "auto":
+        try:  # a name that is no tier is a bad argument: refused before the file is read
+            named_tier(tier, build_tiers(config.runner.tiers))
+        except DocsanError as err:
+            fail(str(err), ExitCode.USAGE)
     try:
         prepared = prepare(
             file,

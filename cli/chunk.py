@@ -15,7 +15,7 @@ from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
 from docsan.config import Config
 from docsan.errors import DocsanError
 
-from .common import ConfigOption, error_line, fail, get_config
+from .common import ConfigOption, error_line, fail, get_config, say_skipped
 from .exit_codes import ExitCode
 
 
@@ -48,7 +48,7 @@ def chunk(
     config = get_config(config_file)
     try:
         tok = Tokenizer.load(tokenizer)
-        inputs = expand_inputs(paths, exclude=output)
+        inputs = expand_inputs(paths, exclude=output, on_skip=say_skipped)
         outcomes = clean_inputs(inputs, _with_guard(config, tokenizer))
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)

@@ -14,6 +14,7 @@ from docsan.batch import expand_inputs, render_output
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
+from docsan.corpus.collector import tune_for_batch
 from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.pipeline import CleanResult
@@ -28,6 +29,7 @@ from .common import (
     error_line,
     fail,
     get_config,
+    say_skipped,
     template_marker_options,
 )
 from .exit_codes import ExitCode
@@ -223,7 +225,7 @@ def clean(
         # 164 MB; 116 MB with no summary).
         count = Tokenizer.load(tokenizer).count if show_summary or html_report is not None else None
         stage_count = count if html_report is not None else None
-        skip = None if quiet else _say_skipped
+        skip = None if quiet else say_skipped
         inputs = expand_inputs(paths, exclude=output, on_skip=skip)
         # An existing folder given as -o receives the output even for one input, like cp and mv.
         several = len(inputs) > 1 or any(p.is_dir() for p in paths) or (output is not None and output.is_dir())
@@ -244,6 +246,9 @@ def clean(
                 ordered=True,
                 count=stage_count,
             )
+        # The pipeline is built and no document is read yet (nor a worker forked): this process is
+        # docsan's own, so what is loaded now stays out of the collector's passes (docsan.corpus.collector).
+        tune_for_batch()
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)
 
@@ -365,10 +370,6 @@ def _check_writable(path: Path, flag: str) -> None:
     _make_dir(path.parent, flag)
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         fail(f"{path}: {flag} cannot be written (permission denied)", ExitCode.USAGE)
-
-
-def _say_skipped(path: Path) -> None:
-    err_console.print(f"docsan: skipped {path}: unsupported file type", highlight=False, markup=False)
 
 
 def _is_stdout(path: Path | None) -> bool:

@@ -64,6 +64,11 @@ def error_line(message: str) -> None:
     err_console.print(f"[bold red]docsan: error:[/] {escape(message)}", markup=True)
 
 
+def say_skipped(path: Path) -> None:
+    """A folder's file of a type docsan does not read: listed, so nothing is left out silently."""
+    err_console.print(f"docsan: skipped {path}: unsupported file type", highlight=False, markup=False)
+
+
 def fail(message: str, code: ExitCode = ExitCode.FAILED) -> NoReturn:
     error_line(message)
     sys.exit(code)

@@ -13,6 +13,7 @@ from docsan.errors import DocsanError
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.modelinfo import load_model_info
 from docsan.runner.planner import DEFAULT_RESERVE_BYTES, Plan, plan
+from docsan.runner.router import named_tier
 from docsan.runner.tiers import GIB, Dtype, build_tiers
 from docsan.runner.validate import tier_problems
 
@@ -54,10 +55,7 @@ def plan_cmd(
     as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     try:
-        tiers = build_tiers(config.runner.tiers)
-        if tier not in tiers:
-            fail(f"unknown tier {tier!r}: choose one of {', '.join(tiers)}", ExitCode.USAGE)
-        t = tiers[tier]
+        t = named_tier(tier, build_tiers(config.runner.tiers))
         if dtype is not None:
             # The flag stands for the tier's dtype, so the tier checks below judge it too (bf16 on a T4).
             t = t.model_copy(update={"engine": t.engine.model_copy(update={"dtype": dtype.value})})

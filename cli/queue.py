@@ -50,7 +50,11 @@ def list_jobs(
     as_json = wants_json(fmt, json_alias)
     config = get_config(config_file)
     queue = _open(config.runner.queue_path)
-    for job in queue.list(status):
+    try:
+        jobs = queue.list(status)
+    except DocsanError as err:
+        fail(str(err), ExitCode.USAGE)
+    for job in jobs:
         if as_json:
             sys.stdout.write(json.dumps(job.to_dict(), ensure_ascii=False) + "\n")
         else:

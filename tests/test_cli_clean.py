@@ -247,3 +247,14 @@ def test_a_missing_file_and_a_bad_config_are_one_line_each(run, tmp_path) -> Non
     assert result.exit_code == 2
     [line] = error_lines(result)
     assert "normalize" in line and "no_such_option" in line
+
+
+@pytest.mark.parametrize("flag", [["--pages", "3-1"], ["--encoding", "nope"]])
+def test_a_bad_extract_flag_is_a_usage_error_before_any_input(run, fixtures_dir, tmp_path, flag) -> None:
+    # Exit 2 (nothing read or written), as the same [extract] key in the file gets; not exit 1 for every input.
+    out = tmp_path / "out"
+    result = run(str(tmp_path / "missing.pdf"), str(fixtures_dir / "noisy_upload.txt"), "-o", str(out), *flag)
+    assert result.exit_code == 2
+    [line] = error_lines(result)
+    assert line.startswith("docsan: error: extract.") and flag[1] in line
+    assert not out.exists()

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from docsan.config import DEFAULT_STAGES, Config, config_from_dict, load_config
+from docsan.config import DEFAULT_STAGES, Config, config_from_dict, load_config, page_spans
 from docsan.errors import ConfigError
 from docsan.stages import build_stage
 
@@ -41,6 +41,28 @@ def test_flags_override_file_values():
 def test_invalid_config_is_one_clear_error(data, fragment):
     with pytest.raises(ConfigError, match=fragment):
         config_from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "extract, fragment",
+    [
+        ({"orc": "never"}, "extract.orc: Extra inputs are not permitted"),
+        ({"dpi": 5}, "extract.dpi"),
+        ({"encoding": "nope"}, "extract.encoding: unknown encoding 'nope'"),
+        ({"pages": "1-x"}, "extract.pages: bad page range '1-x'"),
+    ],
+)
+def test_overrides_are_validated_like_the_file(extract, fragment):
+    # The library's with_overrides and the CLI's flags: a typo or a bad value is refused, not taken as given.
+    with pytest.raises(ConfigError, match=fragment):
+        Config().with_overrides(extract=extract)
+
+
+def test_page_spans_reads_every_documented_form():
+    assert page_spans("1-3,7,10-, -2") == [(1, 3), (7, 7), (10, None), (1, 2)]
+    for bad in ("x", "0-2", "3-1", "1-x", ""):
+        with pytest.raises(ValueError, match="bad page range"):
+            page_spans(bad)
 
 
 def test_unknown_stage_is_named():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
@@ -55,5 +56,8 @@ def test_page_limit_cuts_with_a_gap_and_pages_reads_the_rest(corpus: Path) -> No
     ]
     rest = load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", ExtractConfig(pages="11-12,50-", ocr="never"))
     assert [p.number for p in rest.pages] == [11, 12, 50] and rest.gaps == ()
-    with pytest.raises(InputError, match="bad --pages range"):
-        load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", ExtractConfig(pages="3-1"))
+    # A range past the end is this file's problem; a range that is no range is refused before any file is read.
+    with pytest.raises(InputError, match="--pages 60- selects no page of this 50-page PDF"):
+        load_pdf(corpus / "irs_i1040nr_2007_50p.pdf", ExtractConfig(pages="60-"))
+    with pytest.raises(ValidationError, match="bad page range '3-1'"):
+        ExtractConfig(pages="3-1")

@@ -164,6 +164,14 @@ def test_missing_tesseract_is_a_clear_error(corpus: Path, monkeypatch: pytest.Mo
     assert "Server closets" in doc.text
 
 
+def test_a_language_tesseract_lacks_is_named_in_the_error(corpus: Path) -> None:
+    # A --lang typo: the real tesseract refuses it; the line names that language, not the default packs.
+    with pytest.raises(OcrUnavailableError) as err:
+        load_pdf(corpus / "zh_cv_book_titlepage_scan_1p.pdf", ExtractConfig(lang="eng+engl"))
+    assert str(err.value).startswith("OCR needed but tesseract has no language data for 'engl'")
+    assert "apt-get install tesseract-ocr-engl" in str(err.value) and "--no-ocr" in str(err.value)
+
+
 def test_ocr_always_replaces_a_good_text_layer(corpus: Path) -> None:
     doc = load_pdf(corpus / "epa_spanning_cells.pdf", ExtractConfig(ocr="always", lang="eng", dpi=150))
     page = doc.pages[0]

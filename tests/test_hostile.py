@@ -186,6 +186,13 @@ def folder_run() -> tuple[Path, str, int]:
     return out / "out", proc.stderr.decode("utf-8", "replace"), proc.returncode
 
 
+@cache
+def folder_reports() -> dict[str, dict]:
+    """The folder run's report of each input that gave an output, by its path."""
+    out_dir = folder_run()[0]
+    return {r["source"]: r for r in json.loads((out_dir.parent / "report.json").read_text(encoding="utf-8"))}
+
+
 def pdf_rows() -> list[Row]:
     return [r for r in rows() if r.is_pdf]
 
@@ -210,6 +217,8 @@ def test_pdf_row(row: Row) -> None:
     errors = [ln for ln in stderr.splitlines() if ln.startswith("docsan: error:") and str(row.path) in ln]
     if row.expected == "clean":
         assert output.is_file() and not errors, f"{row.file}: no output in the folder run: {errors}"
+        # `clean` is exit 0: the whole file read, not a partial result (exit 4) with gaps.
+        assert folder_reports()[str(row.path)]["gaps"] == [], f"{row.file}: a partial result"
     elif row.expected == "error":
         assert not output.is_file() and len(errors) == 1, f"{row.file}: want exactly one error line"
     else:

@@ -185,3 +185,18 @@ def test_dry_run_json_prints_the_decision_and_runs_nothing(tmp_path: Path) -> No
     refused = runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--max-tokens", "0", "--config", str(cfg)])
     assert refused.exit_code == 3 and "max_tokens" in refused.stderr
     assert not (tmp_path / "q.sqlite3").exists() or DeferredQueue(tmp_path / "q.sqlite3").list() == []
+
+
+def test_a_tier_name_that_is_no_tier_is_a_bad_argument(tmp_path: Path) -> None:
+    # Exit 2 before the file is read (it does not exist here), as `docsan plan --tier` answers; 3 is for refusals.
+    runner = CliRunner()
+    ask = ["ask", str(tmp_path / "missing.pdf"), Q, "--dry-run", "--tier", "h100"]
+    for command in (ask, ["plan", "--tier", "h100"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert result.stderr == "docsan: error: unknown tier 'h100': choose one of t4, a10g, a100\n"
+
+
+def test_a_budget_of_zero_is_a_bad_argument_not_no_budget() -> None:
+    result = CliRunner().invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", "0"])
+    assert result.exit_code == 2 and "--budget" in result.output

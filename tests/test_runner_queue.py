@@ -72,6 +72,13 @@ def test_queue_list_cli(tmp_path: Path) -> None:
     assert (row["id"], row["status"], row["tier"], row["prompt_tokens"]) == (job, "pending", "a100", 9000)
     text = CliRunner().invoke(app, ["queue", "list", "--config", str(cfg)])
     assert job in text.stdout and "doc.pdf: q?" in text.stdout
+    pending = CliRunner().invoke(app, ["queue", "list", "--status", "pending", "--config", str(cfg)])
+    assert job in pending.stdout
+    assert CliRunner().invoke(app, ["queue", "list", "--status", "done", "--config", str(cfg)]).stdout == ""
+    # A misspelt state is a bad argument, not an empty list.
+    typo = CliRunner().invoke(app, ["queue", "list", "--status", "queued", "--config", str(cfg)])
+    assert typo.exit_code == 2 and typo.stdout == ""
+    assert typo.stderr == "docsan: error: unknown job status 'queued': choose one of pending, running, done, failed\n"
 
 
 # --- a job whose runner was hard-killed -------------------------------------------------------------

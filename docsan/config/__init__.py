@@ -19,6 +19,7 @@ unknown option or a wrong type is reported with the stage's name.
 from __future__ import annotations
 
 import codecs
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +54,30 @@ DEFAULT_STAGES: tuple[str, ...] = (
     "neardup",
     "special_tokens",
 )
+
+
+# One part of a --pages list: "7", "1-3", "10-" (to the last page), "-2" (from the first).
+_PAGE_SPAN = re.compile(r"(\d+)|(\d*)-(\d*)")
+
+
+def page_spans(spec: str) -> list[tuple[int, int | None]]:
+    """``"1-3,7,10-"`` to ``[(1, 3), (7, 7), (10, None)]`` (None: to the last page).
+
+    Raises ValueError on a part that is no range, so a bad ``--pages`` is a bad argument
+    before any file is read, not a failure of every input.
+    """
+    spans: list[tuple[int, int | None]] = []
+    for part in (p.strip() for p in spec.split(",")):
+        m = _PAGE_SPAN.fullmatch(part)
+        if m is None:
+            raise ValueError(f"bad page range {part!r} (use e.g. 1-3,7,10-)")
+        single, lo_s, hi_s = m.groups()
+        lo = int(single or lo_s or 1)
+        hi = lo if single else int(hi_s) if hi_s else None
+        if lo < 1 or (hi is not None and hi < lo):
+            raise ValueError(f"bad page range {part!r} (use e.g. 1-3,7,10-)")
+        spans.append((lo, hi))
+    return spans
 
 
 class ExtractConfig(BaseModel):
@@ -118,6 +143,13 @@ class ExtractConfig(BaseModel):
     # Text and chat files: None detects the encoding (docsan/extract/encoding.py) and refuses
     # a file it cannot tell; a codec name ("cp1252", "gb18030", "shift_jis") decodes strictly with it.
     encoding: str | None = None
+
+    @field_validator("pages")
+    @classmethod
+    def _page_spans(cls, value: str | None) -> str | None:
+        if value is not None:
+            page_spans(value)
+        return value
 
     @field_validator("encoding")
     @classmethod
@@ -208,7 +240,8 @@ class Config(BaseModel):
         try:
             return Config(
                 stages=stages if stages is not None else self.stages,
-                extract=self.extract.model_copy(update=extract or {}),
+                # A dict, validated like a file's [extract]: model_copy(update=...) would take a typo or a dpi of 5.
+                extract={**self.extract.model_dump(), **(extract or {})},
                 options=new_options,
                 runner=self.runner,
                 serve=self.serve,
@@ -251,4 +284,6 @@ def config_from_dict(data: dict[str, Any], name: str = "config") -> Config:
 def _one_line(err: ValidationError) -> str:
     first = err.errors()[0]
     loc = ".".join(str(x) for x in first["loc"])
-    return f"{loc}: {first['msg']}"
+    # A validator's own message, without pydantic's "Value error, " in front of it.
+    msg = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+    return f"{loc}: {msg}"

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from docsan.batch import Outcome, clean_input, clean_inputs
 from docsan.config import Config
+from docsan.corpus.collector import tune_for_batch
 from docsan.pipeline import Pipeline
 
 # Generous: a 2,000-page PDF with OCR on a busy machine still finishes; only a hang does not.
@@ -71,6 +72,7 @@ def _worker(
     # Ctrl-C goes to the parent, which stops the workers; a worker never prints a KeyboardInterrupt.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pipeline = pipeline or Pipeline.from_config(config)
+    tune_for_batch()
     while True:
         task = conn.recv()
         if task is None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docsan.config import ExtractConfig
+from docsan.config import ExtractConfig, page_spans
 from docsan.errors import InputError
 from docsan.extract import layout, textlayer_quality
 from docsan.extract.content_size import MIB, decoded_size
@@ -195,19 +195,10 @@ def _wanted_pages(
 
 
 def parse_page_ranges(spec: str, count: int, name: str) -> list[int]:
-    """``"1-3,7,10-"`` to sorted page numbers within 1..count; ``N-`` runs to the end, ``-N`` from the start."""
+    """``"1-3,7,10-"`` to sorted page numbers within 1..count (ExtractConfig checked its syntax)."""
     out: set[int] = set()
-    for part in spec.split(","):
-        part = part.strip()
-        lo_s, dash, hi_s = part.partition("-")
-        try:
-            lo = int(lo_s) if lo_s.strip() else 1
-            hi = (int(hi_s) if hi_s.strip() else count) if dash else lo
-        except ValueError:
-            raise InputError(name, f"bad --pages range {part!r} (use e.g. 1-3,7,10-)") from None
-        if lo < 1 or hi < lo:
-            raise InputError(name, f"bad --pages range {part!r} (use e.g. 1-3,7,10-)")
-        out.update(range(lo, min(hi, count) + 1))
+    for lo, hi in page_spans(spec):
+        out.update(range(lo, min(hi if hi is not None else count, count) + 1))
     if not out:
         raise InputError(name, f"--pages {spec} selects no page of this {count}-page PDF")
     return sorted(out)

@@ -18,6 +18,7 @@ is started here; its TSV and OSD parsers are reused, and
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -101,8 +102,7 @@ def run(image: Image.Image, args: list[str], *, cpu_s: float, wall_s: float) -> 
         raise OcrTimeout(float(cpu), "CPU time")
     message = err.decode("utf-8", "replace")
     if "Failed loading language" in message or "Error opening data file" in message:
-        first = next((ln for ln in message.splitlines() if "Failed loading" in ln or "Error opening" in ln), message)
-        raise OcrUnavailableError(f"OCR needed but a tesseract language is missing ({first.strip()}): {INSTALL_HINT}")
+        raise OcrUnavailableError(_missing_language(message))
     if proc.returncode != 0:
         raise OcrFailedError(message.strip().splitlines()[-1] if message.strip() else f"exit {proc.returncode}")
     return out.decode("utf-8", "replace")
@@ -130,3 +130,17 @@ def installed_languages() -> frozenset[str]:
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     return frozenset(ln.strip() for ln in out.decode("utf-8", "replace").splitlines()[1:] if ln.strip())
+
+
+def _missing_language(message: str) -> str:
+    """Name the language tesseract could not load: a --lang typo needs another name, not the default packs."""
+    m = re.search(r"Failed loading language '([^']+)'", message)
+    if m is None:
+        first = next((ln for ln in message.splitlines() if "Error opening" in ln), message).strip()
+        return f"OCR needed but a tesseract language is missing ({first}): {INSTALL_HINT}"
+    lang = m.group(1)
+    return (
+        f"OCR needed but tesseract has no language data for {lang!r}: install it (Debian/Ubuntu: apt-get install "
+        f"tesseract-ocr-{lang.lower().replace('_', '-')}), or choose another --lang (`tesseract --list-langs` "
+        "names the installed ones), or turn OCR off with --no-ocr"
+    )

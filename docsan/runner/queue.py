@@ -23,17 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docsan.errors import DocsanError
+from docsan.errors import ConfigError, DocsanError
 from docsan.paths import docsan_home
 from docsan.runner.backends.base import Backend, GenerationRequest
 from docsan.runner.job_owner import current_owner, describe, owner_alive
 from docsan.runner.tiers import Tier
 
-SCHEMA = """
+# A job's life: pending (queued) → running (claimed by one runner) → done or failed.
+JOB_STATUSES = ("pending", "running", "done", "failed")
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY,
     created REAL NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    status TEXT NOT NULL CHECK (status IN ({", ".join(f"'{s}'" for s in JOB_STATUSES)})),
     tier TEXT NOT NULL,
     prompt_tokens INTEGER NOT NULL,
     max_tokens INTEGER NOT NULL,
@@ -130,6 +133,8 @@ class DeferredQueue:
         return job_id
 
     def list(self, status: str | None = None) -> list[Job]:
+        if status is not None and status not in JOB_STATUSES:
+            raise ConfigError(f"unknown job status {status!r}: choose one of {', '.join(JOB_STATUSES)}")
         with self._conn() as conn:
             if status is None:
                 rows = conn.execute("SELECT * FROM jobs ORDER BY created").fetchall()

@@ -40,6 +40,13 @@ def effective_limit(tier: Tier, model_limits: Mapping[str, int] | None) -> int:
     return min(tier.engine.max_model_len, cap) if cap else tier.engine.max_model_len
 
 
+def named_tier(name: str, tiers: Mapping[str, Tier]) -> Tier:
+    """The tier called ``name`` (``--tier``, ``docsan plan``); a name that is none is refused naming the choices."""
+    if name not in tiers:
+        raise GuardError(f"unknown tier {name!r}: choose one of {', '.join(tiers)}", param="tier")
+    return tiers[name]
+
+
 def route(
     prompt_tokens: int,
     requested_max_tokens: object,
@@ -54,9 +61,7 @@ def route(
     """Decide tier, max_tokens and deferral; raise :class:`GuardError` for anything refused."""
     notes: list[str] = []
     if forced is not None:
-        if forced not in tiers:
-            raise GuardError(f"unknown tier {forced!r}: choose one of {', '.join(tiers)}", param="tier")
-        tier = tiers[forced]
+        tier = named_tier(forced, tiers)
     else:
         serving = [t for t in tiers.values() if t.serves(prompt_tokens)]
         if not serving:
