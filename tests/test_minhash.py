@@ -61,3 +61,25 @@ def test_similar_signatures_share_band_keys_and_different_ones_do_not() -> None:
     bands, rows = lsh_params(0.7, 128)
     keys = [set(band_keys(s, bands, rows)) for s in sig]
     assert keys[0] & keys[1] and not keys[0] & keys[2]
+
+
+@pytest.mark.parametrize("n", [1, 2, 40, 127, 128, 300])
+def test_band_index_candidates_are_the_signatures_sharing_a_band(n: int) -> None:
+    """Few and many signatures are numbered differently (docsan.text.banding); the candidates are the same rule."""
+    from docsan.text.banding import BandIndex
+
+    bands, rows = lsh_params(0.6, 128)
+    rng = np.random.default_rng(n)
+    # Values from a tiny alphabet, so that bands often agree, also one band of a signature with another band of
+    # another one: those must not be candidates (a bucket is a band and its values).
+    sig = rng.integers(0, 2, size=(n, 128), dtype=np.uint64)
+    sig[:, rows:] |= rng.integers(0, 2, size=(n, 128 - rows), dtype=np.uint64) << np.uint64(40)
+    index = BandIndex(sig, bands, rows)
+    for i in range(n):
+        shared = {
+            j
+            for j in range(i)
+            if any((sig[i, k * rows : (k + 1) * rows] == sig[j, k * rows : (k + 1) * rows]).all() for k in range(bands))
+        }
+        assert index.query(i) == shared, i
+        index.insert(i)

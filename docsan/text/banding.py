@@ -12,22 +12,26 @@ from __future__ import annotations
 
 import numpy as np
 
+# Below this many signatures the buckets of every band are numbered in one np.unique: one call per band cost a
+# short chat (two signatures, 14 bands) more than the rest of the stage. Above it one sort of n × bands keys costs
+# more than a sort of n keys per band (measured: the same at about 200 signatures).
+_ONE_SORT_BELOW = 128
+
 
 class BandIndex:
     """Buckets of the signatures inserted so far, one dict per band."""
 
     def __init__(self, signatures: np.ndarray, bands: int, rows: int) -> None:
         n = signatures.shape[0]
-        # ids[i, k]: the bucket of signature i in band k (equal rows, equal id), numbered across all bands so
-        # that one dict holds every band's buckets; as Python lists, read once per query and insert.
-        ids = np.zeros((n, bands), dtype=np.int64)
-        offset = 0
-        for k in range(bands):
-            band = np.ascontiguousarray(signatures[:, k * rows : (k + 1) * rows])
-            keys = band.view(np.dtype((np.void, band.dtype.itemsize * rows))).ravel()
-            inverse = np.unique(keys, return_inverse=True)[1].ravel()
-            ids[:, k] = inverse + offset
-            offset += n
+        # ids[i, k]: the bucket of signature i in band k (same band and equal rows, same id), numbered across all
+        # bands so that one dict holds every band's buckets; as Python lists, read once per query and insert.
+        if n < _ONE_SORT_BELOW:
+            ids = _ids_one_sort(signatures, bands, rows)
+        else:
+            ids = np.zeros((n, bands), dtype=np.int64)
+            for k in range(bands):
+                band = np.ascontiguousarray(signatures[:, k * rows : (k + 1) * rows])
+                ids[:, k] = _numbered(band) + k * n
         self._ids: list[list[int]] = ids.tolist()
         self._buckets: dict[int, list[int]] = {}
 
@@ -43,3 +47,18 @@ class BandIndex:
         setdefault = self._buckets.setdefault
         for key in self._ids[i]:
             setdefault(key, []).append(i)
+
+
+def _numbered(rows: np.ndarray) -> np.ndarray:
+    """For each row of a C-contiguous 2-D array, the number of its distinct value (equal rows, equal number)."""
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    return np.unique(keys, return_inverse=True)[1].ravel()
+
+
+def _ids_one_sort(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """The bucket ids of every band at once: each band's rows behind the band's number, numbered together."""
+    n = signatures.shape[0]
+    keyed = np.empty((n, bands, rows + 1), dtype=signatures.dtype)
+    keyed[:, :, 0] = np.arange(bands)
+    keyed[:, :, 1:] = signatures[:, : bands * rows].reshape(n, bands, rows)
+    return _numbered(keyed.reshape(n * bands, rows + 1)).reshape(n, bands)

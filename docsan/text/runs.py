@@ -96,6 +96,8 @@ def find_runs(codes: np.ndarray, *, max_period: int, keep: RunFilter | None = No
         starts = np.flatnonzero(edges == 1)
         ends = np.flatnonzero(edges == -1) + p
         long_enough = ends - starts >= 2 * p
+        if not long_enough.any():  # the common case in short text: no run of this period, nothing to record
+            continue
         starts, ends = starts[long_enough], ends[long_enough]
         primitive = reach.at(starts) < ends
         reach.add(starts, ends)
