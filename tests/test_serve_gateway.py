@@ -308,6 +308,16 @@ def test_upstream_down_is_502_naming_the_tier_and_ready_says_so(tmp_path) -> Non
     assert r.status_code == 502 and "tier t4" in r.json()["error"]["message"] and dead in r.json()["error"]["message"]
 
 
+def test_a_model_named_before_any_upstream_reported_one_is_503_upstream_unavailable(tmp_path) -> None:
+    from docsan.serve.embedded_upstream import free_port
+
+    config = gateway_config(tmp_path, f"http://127.0.0.1:{free_port()}")
+    with running_gateway(config, ready=False) as gw:
+        r = _post(gw, {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+    assert r.status_code == 503 and r.headers["retry-after"] == "5"
+    assert r.json()["error"]["code"] == "upstream_unavailable" and "no upstream" in r.json()["error"]["message"]
+
+
 def test_clean_endpoint_text_and_upload(tmp_path, proxy) -> None:
     url, rec = proxy
     with running_gateway(gateway_config(tmp_path, url)) as gw:

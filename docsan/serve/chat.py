@@ -151,8 +151,9 @@ def _check_model(gw: Gateway, snap: Snapshot, model: str | None) -> None:
     names = gw.model_names(snap)
     if not names:
         raise ApiError(
-            503, "no upstream has reported its model yet: retry in a few seconds", headers={"retry-after": "5"}
-        )
+            503, "no upstream has reported its model yet: retry in a few seconds", headers={"retry-after": "5"},
+            code="upstream_unavailable",  # the code of the ledger's "not ready yet": one state, one code
+        )  # fmt: skip
     if model not in names:
         raise ApiError(
             404, f"the model {model!r} does not exist: this gateway serves {', '.join(names)}", param="model",
