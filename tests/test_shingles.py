@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docsan.text.chardata import CJK_LETTERS
-from docsan.text.shingles import shingle
+from docsan.text.shingles import novel_length, shingle
 
 # ASCII, the corpus's non-ASCII punctuation and symbols, accented and combining letters, CJK letters and
 # punctuation, a CJK radical (script Han, not a letter), other scripts' digits and numerals.
@@ -21,9 +21,12 @@ def _fields(text: str) -> tuple:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=_ALPHABET, max_size=60))
-def test_non_ascii_punctuation_separates_words_as_a_space_does(text: str) -> None:
-    assert _fields(text) == _fields(_SEPARATOR.sub(" ", text))
+@given(st.text(alphabet=_ALPHABET, max_size=60), st.text(alphabet=_ALPHABET, max_size=60))
+def test_non_ascii_punctuation_separates_words_as_a_space_does(text: str, other: str) -> None:
+    spaced = _SEPARATOR.sub(" ", text)
+    assert _fields(text) == _fields(spaced)
+    known = shingle(other + text[: len(text) // 2]).shingles
+    assert novel_length(text, known) == novel_length(spaced, known)
 
 
 def test_non_ascii_letters_stay_in_their_words() -> None:
