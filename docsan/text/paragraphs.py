@@ -80,5 +80,7 @@ def is_short_lines(text: str) -> bool:
 
     One short line is not: a heading, a list item, the last line of a paragraph.
     """
+    if "\n" not in text:  # most blocks once reflow has joined their lines: no copy of the text to split
+        return False
     lines = text.strip().split("\n")
     return len(lines) > 1 and all(display_width(line.strip()) < SHORT_LINE for line in lines)
