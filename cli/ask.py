@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from docsan.config.token_budget import MIN_BUDGET_TOKENS
 from docsan.errors import DocsanError
 
 from .common import (
@@ -39,7 +40,9 @@ def ask(
     ] = "auto",
     budget: Annotated[
         int | None,
-        typer.Option("--budget", min=1, help="Prompt token budget (chat template included); trims the document."),
+        typer.Option(
+            "--budget", min=MIN_BUDGET_TOKENS, help="Prompt token budget (chat template included); trims the document."
+        ),
     ] = None,
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Answer length limit (default: the tier's).")

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from docsan.errors import ConfigError
 from docsan.runner.ask import ask, prepare
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.errors import GuardError
@@ -200,3 +201,11 @@ def test_a_tier_name_that_is_no_tier_is_a_bad_argument(tmp_path: Path) -> None:
 def test_a_budget_of_zero_is_a_bad_argument_not_no_budget() -> None:
     result = CliRunner().invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", "0"])
     assert result.exit_code == 2 and "--budget" in result.output
+
+
+def test_the_library_and_the_configuration_refuse_a_budget_of_zero_alike(tmp_path: Path) -> None:
+    # Not "no budget", and not the configuration's budget either: the rule of docsan/config/token_budget.py.
+    with pytest.raises(ConfigError, match=r"^budget_tokens: must be at least 1 token, got 0 \(leave it out for no"):
+        prepare(FIXTURE_PDF, Q, runner_config(tmp_path, {"budget_tokens": 1000}), backend="embedded", budget_tokens=0)
+    with pytest.raises(ConfigError, match=r": runner\.budget_tokens: must be at least 1 token, got 0 \(leave it out"):
+        runner_config(tmp_path, {"budget_tokens": 0})

@@ -22,6 +22,7 @@ from typing import Any
 from docsan.api import ChatCleaner
 from docsan.budget import ChatFit, fit_messages
 from docsan.config import Config
+from docsan.config.token_budget import check_budget
 from docsan.errors import ConfigError
 from docsan.model import Document
 from docsan.pipeline import Pipeline
@@ -173,7 +174,10 @@ class RequestPath:
         )
 
     def _budget(self, options: RequestOptions) -> int | None:
-        return options.budget_tokens or self.config.runner.budget_tokens
+        if options.budget_tokens is None:
+            return self.config.runner.budget_tokens
+        # 0 is refused as the configuration refuses it, not taken for "none given".
+        return check_budget(options.budget_tokens, "budget_tokens")
 
     def _fit_chat(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, budget: int | None, numbers: list[int]
