@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from docsan.config.token_budget import MIN_BUDGET_TOKENS
-from docsan.errors import DocsanError
+from docsan.errors import ConfigError, DocsanError
 
 from .common import (
     BackendChoice,
@@ -117,6 +117,8 @@ def ask(
         )
     except GuardError as err:
         fail(str(err), ExitCode.REFUSED)
+    except ConfigError as err:  # the configuration, or a --budget the template and question fill alone
+        fail(str(err), ExitCode.USAGE)
     except DocsanError as err:
         fail(str(err))
     if report is not None:
