@@ -328,11 +328,16 @@ MIN_COLUMN_HEIGHTS = 1.5
 # height is a word space (files that position words without space characters).
 WORD_GAP = 0.25
 
+# What a position inside a spanned cell holds.
+_COVERED = Cell("", covered=True)
+
 # A piece of a line inside one cell: (x0, x1, height, text).
 Piece = tuple[float, float, float, str]
 
 
 def _line_text(pieces: list[Piece]) -> str:
+    if len(pieces) == 1:
+        return pieces[0][3].strip()  # most cell lines are one span: nothing to sort or space
     out = ""
     prev_x1 = None
     for x0, x1, height, text in sorted(pieces):
@@ -388,13 +393,14 @@ def fill(grid: Grid, spans: Sequence[Span]) -> Table:
         for y, pieces in by_line.items():
             text = _line_text(pieces)
             if text:
-                lines.append((text, y, min(p[0] for p in pieces)))
+                lines.append((text, y, min(pieces)[0]))
         cell_lines[region] = sorted(lines, key=lambda ln: (ln[1], ln[2]))
     bands = [_row_bands(grid, r, cell_lines) for r in range(len(grid.ys) - 1)]
     starts = [0]
     for b in bands:
         starts.append(starts[-1] + len(b))
-    rows = [[Cell("", covered=True) for _ in range(grid.n_cols)] for _ in range(starts[-1])]
+    # Cells are immutable: every covered position holds the same one.
+    rows = [[_COVERED] * grid.n_cols for _ in range(starts[-1])]
     for region in set(grid.regions):
         r0, c0, r1, c1 = region
         lines = cell_lines.get(region, [])
