@@ -13,7 +13,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from docsan.extract.mupdf import pymupdf
 from docsan.geometry import Rect
@@ -60,9 +60,13 @@ HEADING_MAX_LINES = 3
 PARAGRAPH_GAP = 0.5
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One line of a text block: its text, box and largest font size."""
+class Line(NamedTuple):
+    """One line of a text block: its text, box and largest font size.
+
+    A named tuple, not a frozen dataclass: one is made for every line of every
+    page, and a tuple is built in one step where a frozen dataclass's
+    constructor sets each field through ``object.__setattr__``.
+    """
 
     text: str
     bbox: Rect

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice, pairwise
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,9 +64,11 @@ HRule = tuple[float, float, float]  # x0, x1, y
 VRule = tuple[float, float, float]  # y0, y1, x
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A visible span of the page: its text, box, and the vertical centre of its line (what cells are filled from)."""
+class Span(NamedTuple):
+    """A visible span of the page: its text, box, and the vertical centre of its line (what cells are filled from).
+
+    A named tuple (built in one step) rather than a frozen dataclass: pages with rules keep every span.
+    """
 
     text: str
     bbox: Rect
