@@ -13,6 +13,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import NamedTuple, TypeVar
 
 from docsan.extract.mupdf import pymupdf
@@ -34,6 +35,7 @@ TEXT_FLAGS = (
 # Text in render mode 3 (invisible, the mode OCR layers use) has neither.
 _FILLED = 16
 _STROKED = 32
+_DRAWN = _FILLED | _STROKED
 
 # A colour channel at or above 0xF0 counts as white (anti-aliased "white" is often 0xFE):
 # that is, its high nibble is F, so one mask tests all three channels at once
@@ -158,10 +160,6 @@ def _is_white(color: int) -> bool:
     return color & _WHITE_MASK == _WHITE_MASK
 
 
-def is_hidden(span: dict) -> bool:
-    return span.get("alpha", 255) == 0 or not (span.get("char_flags", _FILLED) & (_FILLED | _STROKED))
-
-
 def _overlaps(a: Rect, b: Rect) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -176,15 +174,18 @@ def _split_columns(lines: list[Line]) -> list[list[Line]]:
     """
     if len(lines) < 2:
         return [lines]
-    ordered = sorted(range(len(lines)), key=lambda i: lines[i].bbox[0])
+    # Keys and comparisons without Python calls: this runs for every block of every page.
+    x0s = [ln.bbox[0] for ln in lines]
+    ordered = sorted(range(len(lines)), key=x0s.__getitem__)
     groups = [[ordered[0]]]
     end = lines[ordered[0]].bbox[2]
-    for i in ordered[1:]:
+    for i in islice(ordered, 1, None):
         x0, _, x1, _ = lines[i].bbox
         if x0 > end + MIN_GUTTER:
             groups.append([])
         groups[-1].append(i)
-        end = max(end, x1)
+        if x1 > end:  # end = max(end, x1), as max() picks
+            end = x1
     if len(groups) == 1:
         return [lines]
     # Keep the original line order inside each column.
@@ -275,7 +276,9 @@ def read_page(
             hid_spans: list[dict] | None = None
             white_line: list[str] | None = None
             for s in spans:
-                if is_hidden(s):
+                # Hidden: alpha 0, or neither filled nor stroked (render mode 3). Written
+                # out rather than called: this runs for every span of every page.
+                if s.get("alpha", 255) == 0 or not (s.get("char_flags", _FILLED) & _DRAWN):
                     if hid_spans is None:
                         hid_spans = []
                     hid_spans.append(s)
@@ -303,7 +306,11 @@ def read_page(
         for lines, target_list in ((shown, out.visible), (hidden, out.hidden)):
             if not lines:
                 continue
-            for group in (p for col in _split_columns(lines) for p in _split_paragraphs(col)):
+            # A one-line block (a third of them) has nothing to split.
+            groups = (
+                (p for col in _split_columns(lines) for p in _split_paragraphs(col)) if len(lines) > 1 else (lines,)
+            )
+            for group in groups:
                 box = TextBox.of(group)
                 if box is not None:
                     target_list.append(box)
