@@ -86,6 +86,8 @@ class TextBox:
     bbox: Rect
     # Characters without the lines' surrounding whitespace (page and document statistics read it).
     chars: int
+    # The lines' text, joined once: the quality check and the page's block both read it.
+    text: str
 
     @classmethod
     def of(cls, lines: Sequence[Line]) -> TextBox | None:
@@ -95,13 +97,13 @@ class TextBox:
         x0 = y0 = float("inf")
         x1 = y1 = float("-inf")
         for ln in lines:
-            n = len(ln.text.strip())
+            text, (bx0, by0, bx1, by1), size = ln
+            n = len(text.strip())
             if not n:
                 continue
             kept.append(ln)
-            sizes[ln.size] = sizes.get(ln.size, 0) + n
+            sizes[size] = sizes.get(size, 0) + n
             # Comparisons, not min()/max() calls: this runs for every line of every page.
-            bx0, by0, bx1, by1 = ln.bbox
             if bx0 < x0:
                 x0 = bx0
             if by0 < y0:
@@ -113,11 +115,8 @@ class TextBox:
         if not kept:
             return None
         # On equal counts max() keeps the size seen first (the earlier line).
-        return cls(tuple(kept), max(sizes, key=sizes.__getitem__), (x0, y0, x1, y1), sum(sizes.values()))
-
-    @property
-    def text(self) -> str:
-        return "\n".join(ln.text for ln in self.lines)
+        text = "\n".join([ln.text for ln in kept])
+        return cls(tuple(kept), max(sizes, key=sizes.__getitem__), (x0, y0, x1, y1), sum(sizes.values()), text)
 
     def without(self, drop: Callable[[Line], bool]) -> TextBox | None:
         """This box less the lines ``drop`` selects, or None when nothing is left."""
