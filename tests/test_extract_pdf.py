@@ -153,6 +153,14 @@ def test_quality_scores_real_text_and_junk() -> None:
         ("H^uid", (0, 0, 1)),  # a symbol wedged between letters
         ("a\x07b", (0, 0, 1)),  # a control character
         ("(cid:12)", (0, 0, 1)),
+        ("x(cid:7)", (0, 0, 1)),  # a marker inside a token
+        ("GLYPH<3>", (0, 0, 1)),
+        ("a\x7fb", (0, 0, 1)),  # DEL is a control character too
+        ("a|b", (0, 0, 1)),  # each ASCII symbol that is odd between letters
+        ("x~y", (0, 0, 1)),
+        ("1<2", (1, 0, 0)),  # ... but not between digits
+        ("{ab}", (1, 0, 0)),  # ... nor around a word
+        ("AT&T", (1, 0, 0)),
         ("......", (0, 0, 0)),  # no letter or digit: not judged
         ("**bold**", (1, 0, 0)),
         ("naïve", (1, 0, 0)),

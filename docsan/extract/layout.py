@@ -13,7 +13,8 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from itertools import islice
+from typing import NamedTuple, TypeVar
 
 from docsan.extract.mupdf import pymupdf
 from docsan.geometry import Rect
@@ -34,6 +35,7 @@ TEXT_FLAGS = (
 # Text in render mode 3 (invisible, the mode OCR layers use) has neither.
 _FILLED = 16
 _STROKED = 32
+_DRAWN = _FILLED | _STROKED
 
 # A colour channel at or above 0xF0 counts as white (anti-aliased "white" is often 0xFE):
 # that is, its high nibble is F, so one mask tests all three channels at once
@@ -60,9 +62,13 @@ HEADING_MAX_LINES = 3
 PARAGRAPH_GAP = 0.5
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One line of a text block: its text, box and largest font size."""
+class Line(NamedTuple):
+    """One line of a text block: its text, box and largest font size.
+
+    A named tuple, not a frozen dataclass: one is made for every line of every
+    page, and a tuple is built in one step where a frozen dataclass's
+    constructor sets each field through ``object.__setattr__``.
+    """
 
     text: str
     bbox: Rect
@@ -80,6 +86,8 @@ class TextBox:
     bbox: Rect
     # Characters without the lines' surrounding whitespace (page and document statistics read it).
     chars: int
+    # The lines' text, joined once: the quality check and the page's block both read it.
+    text: str
 
     @classmethod
     def of(cls, lines: Sequence[Line]) -> TextBox | None:
@@ -89,13 +97,13 @@ class TextBox:
         x0 = y0 = float("inf")
         x1 = y1 = float("-inf")
         for ln in lines:
-            n = len(ln.text.strip())
+            text, (bx0, by0, bx1, by1), size = ln
+            n = len(text.strip())
             if not n:
                 continue
             kept.append(ln)
-            sizes[ln.size] = sizes.get(ln.size, 0) + n
+            sizes[size] = sizes.get(size, 0) + n
             # Comparisons, not min()/max() calls: this runs for every line of every page.
-            bx0, by0, bx1, by1 = ln.bbox
             if bx0 < x0:
                 x0 = bx0
             if by0 < y0:
@@ -107,11 +115,8 @@ class TextBox:
         if not kept:
             return None
         # On equal counts max() keeps the size seen first (the earlier line).
-        return cls(tuple(kept), max(sizes, key=sizes.__getitem__), (x0, y0, x1, y1), sum(sizes.values()))
-
-    @property
-    def text(self) -> str:
-        return "\n".join(ln.text for ln in self.lines)
+        text = "\n".join([ln.text for ln in kept])
+        return cls(tuple(kept), max(sizes, key=sizes.__getitem__), (x0, y0, x1, y1), sum(sizes.values()), text)
 
     def without(self, drop: Callable[[Line], bool]) -> TextBox | None:
         """This box less the lines ``drop`` selects, or None when nothing is left."""
@@ -154,10 +159,6 @@ def _is_white(color: int) -> bool:
     return color & _WHITE_MASK == _WHITE_MASK
 
 
-def is_hidden(span: dict) -> bool:
-    return span.get("alpha", 255) == 0 or not (span.get("char_flags", _FILLED) & (_FILLED | _STROKED))
-
-
 def _overlaps(a: Rect, b: Rect) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -172,15 +173,18 @@ def _split_columns(lines: list[Line]) -> list[list[Line]]:
     """
     if len(lines) < 2:
         return [lines]
-    ordered = sorted(range(len(lines)), key=lambda i: lines[i].bbox[0])
+    # Keys and comparisons without Python calls: this runs for every block of every page.
+    x0s = [ln.bbox[0] for ln in lines]
+    ordered = sorted(range(len(lines)), key=x0s.__getitem__)
     groups = [[ordered[0]]]
     end = lines[ordered[0]].bbox[2]
-    for i in ordered[1:]:
+    for i in islice(ordered, 1, None):
         x0, _, x1, _ = lines[i].bbox
         if x0 > end + MIN_GUTTER:
             groups.append([])
         groups[-1].append(i)
-        end = max(end, x1)
+        if x1 > end:  # end = max(end, x1), as max() picks
+            end = x1
     if len(groups) == 1:
         return [lines]
     # Keep the original line order inside each column.
@@ -271,7 +275,9 @@ def read_page(
             hid_spans: list[dict] | None = None
             white_line: list[str] | None = None
             for s in spans:
-                if is_hidden(s):
+                # Hidden: alpha 0, or neither filled nor stroked (render mode 3). Written
+                # out rather than called: this runs for every span of every page.
+                if s.get("alpha", 255) == 0 or not (s.get("char_flags", _FILLED) & _DRAWN):
                     if hid_spans is None:
                         hid_spans = []
                     hid_spans.append(s)
@@ -299,7 +305,11 @@ def read_page(
         for lines, target_list in ((shown, out.visible), (hidden, out.hidden)):
             if not lines:
                 continue
-            for group in (p for col in _split_columns(lines) for p in _split_paragraphs(col)):
+            # A one-line block (a third of them) has nothing to split.
+            groups = (
+                (p for col in _split_columns(lines) for p in _split_paragraphs(col)) if len(lines) > 1 else (lines,)
+            )
+            for group in groups:
                 box = TextBox.of(group)
                 if box is not None:
                     target_list.append(box)

@@ -67,6 +67,13 @@ _SCRIPT_OF_LETTER = regex.compile(
     r"|(?P<Hebrew>\p{Hebrew})|(?P<Thai>\p{Thai})|(?P<CJK>[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}])"
     r"|(?P<Other>\p{L})"
 )
+# The ASCII characters _BAD_CHAR matches, and those that _ODD_INSIDE can match between two
+# letters (no other ASCII character is in its sets): an ASCII token with none of them needs
+# neither pattern. _MARKER can only match where one of its markers starts.
+_ASCII = [chr(c) for c in range(128)]
+_ASCII_BAD_CHARS = frozenset(c for c in _ASCII if _BAD_CHAR.match(c))
+_ASCII_ODD = frozenset(c for c in _ASCII if _ODD_INSIDE.search(f"a{c}a"))
+_MARKER_START = regex.compile(r"\(cid:|GLYPH<")
 # Scripts that share words with Latin letters in real text (product names, units, codes).
 _MIXES_WITH_LATIN = frozenset({"CJK", "Latin"})
 
@@ -163,13 +170,17 @@ def _classify_ascii(token: str) -> str | None:
     """
     if token.isalpha():
         return "good"  # the commonest token: a plain word, none of the checks below can fire
-    if _BAD_CHAR.search(token) or _MARKER.search(token):
+    # The patterns only where they can match (a set test or a substring search costs a tenth of a
+    # regex search, and most of a page's distinct tokens are numbers and words with punctuation).
+    if not _ASCII_BAD_CHARS.isdisjoint(token) or (_MARKER_START.search(token) and _MARKER.search(token)):
         return "bad"
     alnum = sum(map(str.isalnum, token))
     if not alnum:
         return None
     symbols = len(token) - alnum - sum(map(_LEADERS.__contains__, token))
-    return "bad" if symbols > 2 * alnum or _ODD_INSIDE.search(token) else "good"
+    if symbols > 2 * alnum:
+        return "bad"
+    return "bad" if not _ASCII_ODD.isdisjoint(token) and _ODD_INSIDE.search(token) else "good"
 
 
 @lru_cache(maxsize=65536)

@@ -33,7 +33,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import islice, pairwise
+from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -62,9 +64,11 @@ HRule = tuple[float, float, float]  # x0, x1, y
 VRule = tuple[float, float, float]  # y0, y1, x
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A visible span of the page: its text, box, and the vertical centre of its line (what cells are filled from)."""
+class Span(NamedTuple):
+    """A visible span of the page: its text, box, and the vertical centre of its line (what cells are filled from).
+
+    A named tuple (built in one step) rather than a frozen dataclass: pages with rules keep every span.
+    """
 
     text: str
     bbox: Rect
@@ -80,24 +84,26 @@ def _merge(rules: list[tuple[float, float, float]]) -> list[tuple[float, float, 
     """Join collinear pieces (same position within SNAP, overlapping or touching)."""
     # Cluster by position first, so 100.9 and 101.1 land in one group.
     groups: list[list[tuple[float, float, float]]] = []
-    for rule in sorted(rules, key=lambda r: r[2]):
-        if groups and rule[2] - groups[-1][-1][2] <= SNAP:
+    last = 0.0
+    for rule in sorted(rules, key=itemgetter(2)):
+        if groups and rule[2] - last <= SNAP:
             groups[-1].append(rule)
         else:
             groups.append([rule])
+        last = rule[2]
     out: list[tuple[float, float, float]] = []
     for group in groups:
-        pos = sum(r[2] for r in group) / len(group)
-        start, end = None, None
-        for a, b, _ in sorted(group):
-            if start is not None and end is not None and a <= end + SNAP:
-                end = max(end, b)
+        pos = sum([r[2] for r in group]) / len(group)
+        group.sort()
+        start, end, _ = group[0]
+        for a, b, _ in islice(group, 1, None):
+            if a <= end + SNAP:
+                if b > end:  # end = max(end, b), as max() picks
+                    end = b
                 continue
-            if start is not None and end is not None:
-                out.append((start, end, pos))
-            start, end = a, b
-        if start is not None and end is not None:
             out.append((start, end, pos))
+            start, end = a, b
+        out.append((start, end, pos))
     return out
 
 
@@ -175,7 +181,11 @@ def _coverage(rules: list[tuple[float, float, float]], positions: list[float], c
             continue
         row = out[i]
         for k in range(max(bisect_right(cuts, a) - 1, 0), min(bisect_left(cuts, b), len(cuts) - 1)):
-            row[k] += max(0.0, min(b, cuts[k + 1]) - max(a, cuts[k]))
+            # max(0, min(b, right) - max(a, left)), written out: this runs for every rule of every grid.
+            left, right = cuts[k], cuts[k + 1]
+            covered = (right if right < b else b) - (left if left > a else a)
+            if covered > 0.0:
+                row[k] += covered
     return out
 
 
@@ -232,23 +242,28 @@ def _rectangles(roots: list[int], n_rows: int, n_cols: int) -> tuple[tuple[int, 
     corner); any other shape is split: grow right along the row, then down
     while the whole width belongs to it.
     """
-    regions: list[tuple[int, int, int, int] | None] = [None] * (n_rows * n_cols)
-
-    def free(r: int, c: int, root: int) -> bool:
-        return roots[r * n_cols + c] == root and regions[r * n_cols + c] is None
-
-    for i in range(n_rows * n_cols):
+    size = n_rows * n_cols
+    regions: list[tuple[int, int, int, int] | None] = [None] * size
+    for i in range(size):
         if regions[i] is not None:
             continue
+        root = roots[i]
+        # Cells by index, rows by slices: this visits every cell of every grid.
+        end, row_end = i + 1, i - i % n_cols + n_cols
+        while end < row_end and roots[end] == root and regions[end] is None:
+            end += 1
+        width = end - i
+        below = i + n_cols
+        while (
+            below < size
+            and roots[below : below + width] == [root] * width
+            and regions[below : below + width].count(None) == width
+        ):
+            below += n_cols
         r, c = divmod(i, n_cols)
-        root, c1, r1 = roots[i], c, r
-        while c1 + 1 < n_cols and free(r, c1 + 1, root):
-            c1 += 1
-        while r1 + 1 < n_rows and all(free(r1 + 1, k, root) for k in range(c, c1 + 1)):
-            r1 += 1
-        for rr in range(r, r1 + 1):
-            for cc in range(c, c1 + 1):
-                regions[rr * n_cols + cc] = (r, c, r1, c1)
+        region = (r, c, r + (below - i) // n_cols - 1, c + width - 1)
+        for start in range(i, below, n_cols):
+            regions[start : start + width] = [region] * width
     return tuple(region for region in regions if region is not None)
 
 
@@ -328,11 +343,16 @@ MIN_COLUMN_HEIGHTS = 1.5
 # height is a word space (files that position words without space characters).
 WORD_GAP = 0.25
 
+# What a position inside a spanned cell holds.
+_COVERED = Cell("", covered=True)
+
 # A piece of a line inside one cell: (x0, x1, height, text).
 Piece = tuple[float, float, float, str]
 
 
 def _line_text(pieces: list[Piece]) -> str:
+    if len(pieces) == 1:
+        return pieces[0][3].strip()  # most cell lines are one span: nothing to sort or space
     out = ""
     prev_x1 = None
     for x0, x1, height, text in sorted(pieces):
@@ -388,13 +408,14 @@ def fill(grid: Grid, spans: Sequence[Span]) -> Table:
         for y, pieces in by_line.items():
             text = _line_text(pieces)
             if text:
-                lines.append((text, y, min(p[0] for p in pieces)))
+                lines.append((text, y, min(pieces)[0]))
         cell_lines[region] = sorted(lines, key=lambda ln: (ln[1], ln[2]))
     bands = [_row_bands(grid, r, cell_lines) for r in range(len(grid.ys) - 1)]
     starts = [0]
     for b in bands:
         starts.append(starts[-1] + len(b))
-    rows = [[Cell("", covered=True) for _ in range(grid.n_cols)] for _ in range(starts[-1])]
+    # Cells are immutable: every covered position holds the same one.
+    rows = [[_COVERED] * grid.n_cols for _ in range(starts[-1])]
     for region in set(grid.regions):
         r0, c0, r1, c1 = region
         lines = cell_lines.get(region, [])
