@@ -20,7 +20,7 @@ from bench.common import manifest
 from docsan import Block, BlockKind, Document, DocumentKind, Page, Source, Table
 from docsan.config import Config
 from docsan.stages import build_stage
-from docsan.stages.normalize import Normalize
+from docsan.stages.normalize import Normalize, _is_plain, _plain_by_parts
 from docsan.text.chardata import REMOVABLE
 
 NORMALIZE = Config(stages=("normalize",))
@@ -390,3 +390,12 @@ def test_cleaning_a_cleaned_corpus_document_changes_nothing(corpus_cleaned) -> N
         # The document still carries what its extraction left out; the stages add nothing.
         assert again.report.extraction == list(result.document.extraction), name
         assert [c for s in again.report.stages for c in s.changes] == [], name
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=" \n\tab.\x7f\x00", max_size=12))
+@example("a\n\nb")
+@example("a\n\n\nb")
+def test_plain_ascii_pattern_is_the_plain_rule(text: str) -> None:
+    # ASCII text takes the one-pattern test; it must say what the rule says condition by condition
+    assert _is_plain(text) == _plain_by_parts(text)

@@ -23,6 +23,7 @@ This is what makes the stage idempotent.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass as plain_dataclass
 from dataclasses import field, replace
@@ -73,6 +74,11 @@ _TRAILING = " \t\u3000"
 _PLAIN_CHARS = regex.compile(rf"[\x21-\x7e{CJK}\u2013\u2014\u2018\u2019\u201c\u201d\u2026 \n]*")
 _NOT_PLAIN_EDGES = (" ", "\n")
 _NOT_PLAIN_RUNS = ("  ", " \n", "\n ", "\n\n\n")
+# The same test for ASCII text (nearly every line and cell), whole in one pattern of the standard
+# library's engine, which starts a match several times faster than ``regex``: visible characters
+# separated by one space, one line break or one blank line. Possessive, one character of
+# lookahead: linear.
+_PLAIN_ASCII = re.compile(r"(?:[\x21-\x7e]++(?: |\n\n?+)(?=[\x21-\x7e]))*+[\x21-\x7e]*+")
 # Pages from these sources were laid out by a PDF: line-leading spaces are
 # positioning noise there, while in text files and chat they are indentation
 # (code, nested lists) and kept.
@@ -247,6 +253,7 @@ class _Cleaner:
         self.pattern = _invisible_pattern(stage.emoji_flag_tags)
         self.changes: list[Change] = []
         self.stats: Counter[str] = Counter()
+        self.touched = False  # see _touch_space_counters
 
     def block(self, page: Page, block: Block) -> list[Block]:
         if block.kind is BlockKind.TABLE and block.table is not None:
@@ -261,9 +268,9 @@ class _Cleaner:
         indent = block.source not in _LAYOUT_SOURCES
         texts = [self.text(p, tally, keep_indent=indent) for p in pieces]
         texts = [t for t in texts if t.strip()]
-        out = [block.with_text(t) for t in texts]
-        if len(out) == 1 and texts[0] == block.text:
+        if len(texts) == 1 and texts[0] == block.text:
             return [block]
+        out = [block.with_text(t) for t in texts]
         self.stats["blocks_changed"] += 1
         if not out:
             self.stats["blocks_emptied"] += 1
@@ -329,6 +336,10 @@ class _Cleaner:
         return text
 
     def _touch_space_counters(self) -> None:
+        # Once the keys exist, adding 0 changes neither their values nor their order.
+        if self.touched:
+            return
+        self.touched = True
         if self.stage.unify_spaces:
             self.stats["spaces_unified"] += 0
         if self.stage.collapse_whitespace:
@@ -393,6 +404,13 @@ def _is_plain(text: str) -> bool:
     anything ftfy repairs, nor other spaces; and no line starts or ends with
     a space, no spaces run, no blank-line run, no leading or trailing break.
     """
+    if text.isascii():
+        return _PLAIN_ASCII.fullmatch(text) is not None
+    return _plain_by_parts(text)
+
+
+def _plain_by_parts(text: str) -> bool:
+    """:func:`_is_plain` for any text, one condition at a time."""
     return (
         _PLAIN_CHARS.fullmatch(text) is not None
         and not text.startswith(_NOT_PLAIN_EDGES)
