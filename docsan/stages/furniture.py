@@ -656,7 +656,11 @@ class Furniture:
                 new_pages.append(page)
                 continue
             blocks: list[Block] = []
+            touched = {bi for bi, _ in marked}
             for bi, block in enumerate(page.blocks):
+                if bi not in touched:
+                    blocks.append(block)
+                    continue
                 lines = block.text.split("\n")
                 kept = []
                 for li, line in enumerate(lines):
