@@ -776,7 +776,7 @@ def _table_grid(block: Block) -> Table | None:
     """The block's grid: an extractor's table, or pipe text the tables stage will read as one."""
     if block.kind is BlockKind.TABLE:
         return block.table or Table(())
-    return parse_pipe_table(block.text) if "|" in block.text else None
+    return parse_pipe_table(block.text)
 
 
 def _block(doc: Document, c: _Candidate) -> Block:
