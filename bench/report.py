@@ -295,6 +295,12 @@ MICRO_TARGETS = {
     "bench_serve": "gateway overhead per request against a direct request to the same vLLM server (issue 10)",
     "bench_ledger": "the shared (Redis) admission ledger's reserve + release cycles against the in-process one",
     "bench_repetition": "repetition and furniture left on 1-5-page documents, before and after (issue 16)",
+    "bench_sessions": "bytes a client sends per turn of a 200-turn conversation, whole history against the sessions "
+    "protocol, and the gateway's own time",
+    "bench_gpu_tier": "a tier's engine arguments on a real GPU (in-process vLLM): first-token time and tokens/s",
+    "bench_normalize": "normalize and reflow stages against plain PyMuPDF extraction",
+    "bench_ocr_memory": "peak resident memory of each docsan process with OCR on, tesseract apart (issue 13)",
+    "bench_limits": "near-linear in pages and characters, bounded on a bomb: CPU seconds per page (issue 9)",
 }
 
 

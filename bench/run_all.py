@@ -156,6 +156,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def mode_line(args: argparse.Namespace, parts: set[str], skip: frozenset[str]) -> str:
+    """The report's "Mode" line: what this run measured, each part with its own settings (none for a part not run)."""
+    runs = 1 if args.quick else args.runs
+    said: list[str] = []
+    if "speed" in parts:
+        said.append(
+            f"speed: {runs} run(s) per tool ({min(runs, args.slow_runs)} for the slowest), {args.ocr_runs} OCR run(s)"
+            + (", all tools" if args.all_tools else "")
+        )
+    if "micro" in parts:
+        which = ", ".join(args.micro) if args.micro is not None else "all"
+        said.append(f"micro-benchmarks: {which} (time-out {args.micro_timeout:.0f} s each)")
+    if "quality" in parts:
+        said.append("quality")
+    if parts & {"speed", "quality"}:
+        said.append(f"time-out {args.timeout:.0f} s per process")
+    return (
+        f"{'quick' if args.quick else 'full'}: "
+        + "; ".join(said)
+        + (f"; skipped: {', '.join(sorted(skip))}" if skip else "")
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = "python bench/run_all.py" + (
@@ -178,13 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             files = [f for f in files if f.path.name in wanted]
         if args.quick:
             scans = [f for f in scans if f.path.name == QUICK_SCAN]
-    mode = (
-        f"{'quick' if args.quick else 'full'}: {runs} run(s) per tool ({min(runs, args.slow_runs)} for the slowest), "
-        f"{args.ocr_runs} OCR run(s), "
-        f"time-out {args.timeout:.0f} s, parts: {', '.join(sorted(parts))}"
-        + (f", skipped: {', '.join(sorted(skip))}" if skip else "")
-        + (", all tools" if args.all_tools else "")
-    )
+    mode = mode_line(args, parts, skip)
     if "unstructured" not in skip and not args.no_setup and parts & {"speed", "quality"}:
         note = ensure_unstructured()
         if note:

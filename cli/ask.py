@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from docsan.errors import DocsanError
+from docsan.config.token_budget import MIN_BUDGET_TOKENS
+from docsan.errors import ConfigError, DocsanError
 
 from .common import (
     BackendChoice,
@@ -39,7 +40,9 @@ def ask(
     ] = "auto",
     budget: Annotated[
         int | None,
-        typer.Option("--budget", min=1, help="Prompt token budget (chat template included); trims the document."),
+        typer.Option(
+            "--budget", min=MIN_BUDGET_TOKENS, help="Prompt token budget (chat template included); trims the document."
+        ),
     ] = None,
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Answer length limit (default: the tier's).")
@@ -114,6 +117,8 @@ def ask(
         )
     except GuardError as err:
         fail(str(err), ExitCode.REFUSED)
+    except ConfigError as err:  # the configuration, or a --budget the template and question fill alone
+        fail(str(err), ExitCode.USAGE)
     except DocsanError as err:
         fail(str(err))
     if report is not None:

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from docsan.batch import expand_inputs, render_output
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
+from docsan.config.token_budget import MIN_BUDGET_TOKENS
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.collector import tune_for_batch
 from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
@@ -98,7 +99,8 @@ def clean(
     ] = None,
     config_file: ConfigOption = None,
     budget: Annotated[
-        int | None, typer.Option("--budget", min=1, help="Keep at most N tokens (exact count), whole paragraphs.")
+        int | None,
+        typer.Option("--budget", min=MIN_BUDGET_TOKENS, help="Keep at most N tokens (exact count), whole paragraphs."),
     ] = None,
     query: Annotated[
         str | None, typer.Option("--query", help="With --budget: keep the paragraphs most relevant to this question.")

@@ -1,7 +1,7 @@
 """The lines ``docsan clean`` ends with on stderr: files, pages, tokens before and after, removals by stage, time.
 
-Shown when stderr is a terminal, or with ``-v`` (which adds each file's
-extraction notes); ``-q`` silences it. Standard output stays the cleaned text only.
+Shown when stderr is a terminal, or with ``-v`` (which adds a line of extraction notes for each
+file that has any); ``-q`` silences it. Standard output stays the cleaned text only.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ class Summary:
         if self.verbose:
             ocr = [str(p.number) for p in result.original.pages if p.ocr]
             notes = ([f"pages read by OCR: {', '.join(ocr)}"] if ocr else []) + list(result.report.notes)
-            self.notes.append(f"{result.document.name}: " + ("; ".join(notes) if notes else "no extraction notes"))
+            # A file with nothing to say gets no line: in a batch, one per file would bury the few that matter.
+            if notes:
+                self.notes.append(f"{result.document.name}: " + "; ".join(notes))
 
     def lines(self) -> list[str]:
         seconds = time.perf_counter() - self.started

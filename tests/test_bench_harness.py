@@ -94,6 +94,23 @@ def test_missing_micro_benchmark_is_a_note_not_an_error():
     assert run_all.run_micro("bench_does_not_exist", timeout_s=10) == {"status": "module not present on this checkout"}
 
 
+def test_every_micro_benchmark_has_its_description_line():
+    assert [name for name in run_all.micro_modules() if not report.MICRO_TARGETS.get(name)] == []
+
+
+def test_the_mode_line_says_what_ran():
+    micro_only = run_all.mode_line(
+        run_all.parse_args(["--only", "micro", "--micro", "bench_tokens"]), {"micro"}, frozenset()
+    )
+    assert micro_only == "full: micro-benchmarks: bench_tokens (time-out 900 s each)"
+    args = run_all.parse_args(["--quick", "--only", "speed"])
+    speed = run_all.mode_line(args, {"speed"}, frozenset({"unstructured"}))
+    assert (
+        speed == "quick: speed: 1 run(s) per tool (1 for the slowest), 1 OCR run(s); time-out 600 s per process; "
+        "skipped: unstructured"
+    )
+
+
 def test_micro_results_render_as_a_table():
     micro = {"bench_tokens": {"status": "ok", "seconds": 1.5, "result": {"mb_per_s": {"encode_batch": 3.25}}}}
     text = "\n".join(report._micro_section(micro))

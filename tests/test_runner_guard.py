@@ -7,12 +7,14 @@ The backend is a recording double: these tests assert what does *not* reach an e
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from docsan.errors import ConfigError
 from docsan.runner.ask import ask, prepare
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.errors import GuardError
@@ -200,3 +202,32 @@ def test_a_tier_name_that_is_no_tier_is_a_bad_argument(tmp_path: Path) -> None:
 def test_a_budget_of_zero_is_a_bad_argument_not_no_budget() -> None:
     result = CliRunner().invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", "0"])
     assert result.exit_code == 2 and "--budget" in result.output
+
+
+def test_the_library_and_the_configuration_refuse_a_budget_of_zero_alike(tmp_path: Path) -> None:
+    # Not "no budget", and not the configuration's budget either: the rule of docsan/config/token_budget.py.
+    with pytest.raises(ConfigError, match=r"^budget_tokens: must be at least 1 token, got 0 \(leave it out for no"):
+        prepare(FIXTURE_PDF, Q, runner_config(tmp_path, {"budget_tokens": 1000}), backend="embedded", budget_tokens=0)
+    with pytest.raises(ConfigError, match=r": runner\.budget_tokens: must be at least 1 token, got 0 \(leave it out"):
+        runner_config(tmp_path, {"budget_tokens": 0})
+
+
+BUDGET_TOO_SMALL = re.compile(
+    r"docsan: error: budget (\d+) tokens is below the (\d+) the prompt needs before any of the document "
+    r"\(the chat template and the question: (\d+), the joins: 4\)"
+)
+
+
+def test_a_budget_the_prompt_template_fills_alone_is_a_bad_argument(tmp_path: Path) -> None:
+    # Exit 2 with its numbers, one line, before the file is read (missing.pdf does not exist), as --tier and
+    # --budget 0; the least budget it names is the real one.
+    runner = CliRunner()
+    for path in (FIXTURE_PDF, tmp_path / "missing.pdf"):
+        result = runner.invoke(app, ["ask", str(path), Q, "--dry-run", "--budget", "5"])
+        assert result.exit_code == 2, result.output
+        found = BUDGET_TOO_SMALL.fullmatch(result.stderr.rstrip("\n"))
+        assert found is not None, result.stderr
+        budget, least, template = map(int, found.groups())
+        assert budget == 5 and least == template + 5 and template > 5
+    assert runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", str(least - 1)]).exit_code == 2
+    assert runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", str(least)]).exit_code == 0

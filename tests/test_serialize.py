@@ -140,3 +140,11 @@ def test_clean_json_output_of_a_chat_has_messages_and_structure(fixtures_dir: Pa
     validator("clean").validate(payload)
     roles = [p["role"] for p in payload["document"]["pages"]]
     assert roles == [m["role"] for m in payload["messages"]]
+
+
+def test_an_unknown_schema_is_one_line_naming_the_schemas() -> None:
+    result = CliRunner().invoke(app, ["schema", "bogus"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "docsan: error: no schema named 'bogus': the schemas are clean, document, chunk"
+    ]

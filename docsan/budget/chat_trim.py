@@ -52,6 +52,7 @@ from docsan.budget.tokenizer import Tokenizer
 from docsan.budget.truncate import fit_document
 from docsan.chat.shape import message_page, message_text, render_messages, text_slots, with_texts
 from docsan.chat.turns import turns
+from docsan.config.token_budget import check_budget
 from docsan.errors import ConfigError
 from docsan.model import ChangeKind, Document, DocumentKind
 from docsan.render import render_text
@@ -290,8 +291,7 @@ def fit_messages(
     its text cut. Raises :class:`ConfigError` when the budget cannot hold even
     the system messages and a little of the latest turn.
     """
-    if budget < 1:
-        raise ConfigError(f"budget: must be at least 1 token, got {budget}")
+    check_budget(budget)
     if strategy not in (None, "query", "recent"):
         raise ConfigError(f"budget: unknown chat strategy {strategy!r} (query or recent)")
     msgs = list(messages)

@@ -33,6 +33,7 @@ from docsan.budget.rank import bm25_scores
 from docsan.budget.segment import Piece, Unit, rendered_pieces, sentence_ends, units
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy
+from docsan.config.token_budget import check_budget
 from docsan.errors import ConfigError
 from docsan.model import ChangeKind, Document
 from docsan.render import render_text
@@ -259,8 +260,7 @@ def fit_document(
     ``stats`` holds ``tokens`` (exact count of the result), ``tokens_in``, ``budget``,
     ``fill`` (tokens / budget) and ``units_total/kept/dropped/cut``.
     """
-    if budget < 1:
-        raise ConfigError(f"budget: must be at least 1 token, got {budget}")
+    check_budget(budget)
     chosen = resolve_strategy(strategy, query)
     pieces = rendered_pieces(doc, markdown=markdown, table_html=table_html)
     all_units = units(pieces)

@@ -68,16 +68,24 @@ def page_spans(spec: str) -> list[tuple[int, int | None]]:
     """
     spans: list[tuple[int, int | None]] = []
     for part in (p.strip() for p in spec.split(",")):
-        m = _PAGE_SPAN.fullmatch(part)
-        if m is None:
+        span = _page_span(part)
+        if span is None:
             raise ValueError(f"bad page range {part!r} (use e.g. 1-3,7,10-)")
-        single, lo_s, hi_s = m.groups()
-        lo = int(single or lo_s or 1)
-        hi = lo if single else int(hi_s) if hi_s else None
-        if lo < 1 or (hi is not None and hi < lo):
-            raise ValueError(f"bad page range {part!r} (use e.g. 1-3,7,10-)")
-        spans.append((lo, hi))
+        spans.append(span)
     return spans
+
+
+def _page_span(part: str) -> tuple[int, int | None] | None:
+    """One part of a --pages list as (first, last or None), or None when it is no range (``x``, ``0``, ``3-1``)."""
+    m = _PAGE_SPAN.fullmatch(part)
+    if m is None:
+        return None
+    single, lo_s, hi_s = m.groups()
+    lo = int(single or lo_s or 1)
+    hi = lo if single else int(hi_s) if hi_s else None
+    if lo < 1 or (hi is not None and hi < lo):
+        return None
+    return lo, hi
 
 
 class ExtractConfig(BaseModel):

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from docsan.config.token_budget import BudgetTokens
+
 MIB = 1024**2
 
 # Where `docsan ask` runs a prompt: the bundled CPU engine, vLLM in this process (GPU), or vllm serve endpoints.
@@ -40,8 +42,9 @@ class RunnerConfig(BaseModel):
     # The seed's gateway limit: prompt + max_tokens above this is refused whatever the tiers say.
     hard_limit: int = Field(32768, gt=0)
     # Prompt token budget for `docsan ask` (chat template included); None: no truncation, the
-    # guard and the router decide (a long document then goes to the deferred queue or is refused).
-    budget_tokens: int | None = Field(None, gt=0)
+    # guard and the router decide (a long document then goes to the deferred queue or is refused). 0 is
+    # refused, not read as none (docsan/config/token_budget.py).
+    budget_tokens: BudgetTokens | None = None
     # A max_tokens of 0, negative or not an integer is refused (false) or replaced by the tier's default (true);
     # `docsan ask --coerce` turns it on for one request.
     coerce_max_tokens: bool = False

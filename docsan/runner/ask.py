@@ -42,7 +42,8 @@ def prepare(
     model_dir: str | Path | None = None,
     on_convert: Callable[[str], None] | None = None,
 ) -> Prepared:
-    """Everything up to the engine: raises GuardError/InputError/RunnerError for what cannot be asked."""
+    """Everything up to the engine: raises GuardError/InputError/RunnerError for what cannot be asked, ConfigError
+    (before the file is read) for a budget of 0 or one the chat template and the question fill alone."""
     path_ = RequestPath(config, model_dir=model_dir, on_convert=on_convert)
     # The embedded engine serves every tier with one model: its position limit caps every tier.
     limit = None
@@ -56,6 +57,7 @@ def prepare(
         budget_tokens=budget_tokens,
         model_limits=model_limits_for(path_.tiers, limit),
     )
+    path_.check_document_budget(question, options)  # a bad budget is refused before the file is read
     return path_.document(load(path, config.extract), question, options)
 
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from docsan.budget import fit_document
+from docsan.errors import ConfigError
 from docsan.model import Document
 from docsan.render import render_text
 from docsan.report import Change
 from docsan.runner.chat_template import ChatTokenizer
-from docsan.runner.errors import RunnerError
 
 Messages = list[dict[str, Any]]
 
@@ -51,6 +51,24 @@ class FittedContext:
     changes: tuple[Change, ...] = ()
 
 
+def document_room(question: str, budget_tokens: int, tokenizer: ChatTokenizer) -> tuple[int, int]:
+    """What a prompt of ``budget_tokens`` leaves the document, and what the template and question take.
+
+    A budget they fill alone is refused (:class:`ConfigError`): it is a bad argument whatever the
+    document holds, so :func:`docsan.runner.ask.prepare` asks this before reading the file.
+    """
+    overhead = len(tokenizer.prompt_ids(build_messages("", question)))
+    # The seams usually cost a token or two: leaving them from the start saves
+    # a second fit (each fit tokenizes the whole document once).
+    room = budget_tokens - overhead - SEAM_TOKENS
+    if room <= 0:
+        raise ConfigError(
+            f"budget {budget_tokens} tokens is below the {overhead + SEAM_TOKENS + 1} the prompt needs before any of "
+            f"the document (the chat template and the question: {overhead}, the joins: {SEAM_TOKENS})"
+        )
+    return room, overhead
+
+
 def fit_context(
     doc: Document,
     question: str,
@@ -67,15 +85,13 @@ def fit_context(
     """
     if budget_tokens is None:
         return FittedContext(render_text(doc), 0)
-    overhead = len(tokenizer.prompt_ids(build_messages("", question)))
-    # The seams usually cost a token or two: leaving them from the start saves
-    # a second fit (each fit tokenizes the whole document once).
-    room = budget_tokens - overhead - SEAM_TOKENS
+    room, overhead = document_room(question, budget_tokens, tokenizer)
     counter = tokenizer.tokenizer
     while True:
-        if room <= 0:
-            raise RunnerError(
-                f"budget {budget_tokens} tokens is smaller than the prompt without the document ({overhead} tokens)"
+        if room <= 0:  # the joins took what the budget had left for the document
+            raise ConfigError(
+                f"budget {budget_tokens} tokens leaves no room for the document once it is joined to the chat "
+                f"template and the question ({overhead} tokens without it)"
             )
         result = fit_document(doc, room, counter, strategy="query", query=question)
         fitted = render_text(result.document)

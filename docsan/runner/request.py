@@ -22,6 +22,7 @@ from typing import Any
 from docsan.api import ChatCleaner
 from docsan.budget import ChatFit, fit_messages
 from docsan.config import Config
+from docsan.config.token_budget import check_budget
 from docsan.errors import ConfigError
 from docsan.model import Document
 from docsan.pipeline import Pipeline
@@ -30,7 +31,7 @@ from docsan.report import Change, Report, StageReport
 from docsan.runner.chat_template import ChatTokenizer, Message, content_text
 from docsan.runner.embedded_model import embedded_model_dir
 from docsan.runner.errors import GuardError
-from docsan.runner.prompt import build_messages, fit_context
+from docsan.runner.prompt import build_messages, document_room, fit_context
 from docsan.runner.router import Decision, route
 from docsan.runner.tiers import Tier, build_tiers
 from docsan.stages.special_tokens import SpecialTokens
@@ -153,6 +154,12 @@ class RequestPath:
     def _content_tokens(self, messages: Sequence[Message]) -> int:
         return sum(self.tokenizer.count_batch([content_text(m.get("content")) for m in messages]))
 
+    def check_document_budget(self, question: str, options: RequestOptions) -> None:
+        """Refuse a budget that the chat template and ``question`` fill alone, before any document is read."""
+        budget = self._budget(options)
+        if budget is not None:
+            document_room(self.special_tokens.neutralise_value(question, 0, "question")[0], budget, self.chat_tokenizer)
+
     def document(self, doc: Document, question: str, options: RequestOptions) -> Prepared:
         """``docsan ask``: a cleaned document and a question in one user message, the document fitted to the budget."""
         t0 = time.perf_counter()
@@ -173,7 +180,10 @@ class RequestPath:
         )
 
     def _budget(self, options: RequestOptions) -> int | None:
-        return options.budget_tokens or self.config.runner.budget_tokens
+        if options.budget_tokens is None:
+            return self.config.runner.budget_tokens
+        # 0 is refused as the configuration refuses it, not taken for "none given".
+        return check_budget(options.budget_tokens, "budget_tokens")
 
     def _fit_chat(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, budget: int | None, numbers: list[int]

@@ -254,8 +254,11 @@ class SharedPool(Pool):
         renew_at = loop.time()
         delay = 0.0
         while not self._stopping:
+            # asyncio.timeout, as the rest of serve: no task per wait, and on 3.11 wait_for can drop a cancellation
+            # that lands with the wake-up (cpython gh-86296); the keeper stops by its flag either way.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
             self._wake.clear()
             if self._stopping:
                 return
