@@ -63,7 +63,7 @@ from docsan.report import Change, ChangeCode, StageResult
 from docsan.text import minhash
 from docsan.text.banding import BandIndex
 from docsan.text.batchcache import BatchCache
-from docsan.text.paragraphs import is_short_lines, paragraph_spans, split_paragraphs
+from docsan.text.paragraphs import BlockParagraphs, is_short_lines, paragraph_spans, split_paragraphs
 from docsan.text.passages import Entry, Passage, cut_spans, find_passages
 from docsan.text.sections import NO_SECTIONS, Occurrence, Sections, find_sections, is_boilerplate, occurrence
 from docsan.text.shingles import Shingled, novel_length, shingle
@@ -276,17 +276,19 @@ class NearDuplicates:
 
     def _round(self, doc: Document, seen: dict[tuple, list[Passage]]) -> StageResult:
         passes = []
-        sections = find_sections(doc) if self.boilerplate and not doc.is_chat else NO_SECTIONS
+        paragraphs = BlockParagraphs(doc)
+        sections = find_sections(doc, paragraphs) if self.boilerplate and not doc.is_chat else NO_SECTIONS
         if doc.is_chat and self.messages:
             passes.append(self._dedupe(self._message_units(doc), doc, "message", sections))
         removed = {key for p in passes for key in p.removed}
-        passes.append(self._dedupe(self._paragraph_units(doc, removed), doc, "paragraph", sections))
+        passes.append(self._dedupe(self._paragraph_units(doc, removed, paragraphs), doc, "paragraph", sections))
         removed |= passes[-1].removed
         # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
         cut = passes[-1].cut
         spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         if self.spans and not doc.is_chat:
-            passes.append(self._cut_passages(doc, removed, cut, passes[-1].protected, sections.headings, seen))
+            protected = passes[-1].protected
+            passes.append(self._cut_passages(doc, paragraphs, removed, cut, protected, sections.headings, seen))
             removed |= passes[-1].removed
             spans = passes[-1].spans
         changes = [c for p in passes for c in p.changes]
@@ -365,7 +367,10 @@ class NearDuplicates:
             units.append(unit)
         return units
 
-    def _paragraph_units(self, doc: Document, removed: set[tuple[int, int]]) -> list[Unit]:
+    def _paragraph_units(
+        self, doc: Document, removed: set[tuple[int, int]], paragraphs: BlockParagraphs | None = None
+    ) -> list[Unit]:
+        paragraphs = BlockParagraphs(doc) if paragraphs is None else paragraphs
         groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
         for i, page in enumerate(doc.pages):
             group: list[int] = []
@@ -382,10 +387,11 @@ class NearDuplicates:
         for i, group in groups:
             page = doc.pages[i]
             label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
-            paragraphs = split_paragraphs(page.blocks[group[0]].text) if len(group) == 1 else []
-            if len(paragraphs) > 1:
-                for k, text in enumerate(paragraphs):
-                    unit = self._unit(i, group, text, label)
+            spans = paragraphs[(i, group[0])] if len(group) == 1 else []
+            if len(spans) > 1:
+                block_text = page.blocks[group[0]].text
+                for k, (lo, hi) in enumerate(spans):
+                    unit = self._unit(i, group, block_text[lo:hi], label)
                     if unit is not None:
                         unit.paragraph = k
                         units.append(unit)
@@ -531,6 +537,7 @@ class NearDuplicates:
     def _cut_passages(
         self,
         doc: Document,
+        paragraphs: BlockParagraphs,
         removed: set[tuple[int, int]],
         cut: dict[tuple[int, int], set[int]],
         protected: set[_Para],
@@ -557,7 +564,7 @@ class NearDuplicates:
                     entries.append(((i, j), None, 0, False))
                     continue
                 gone = cut.get((i, j), set())
-                for k, (lo, hi) in enumerate(paragraph_spans(block.text)):
+                for k, (lo, hi) in enumerate(paragraphs[(i, j)]):
                     if k not in gone:
                         keep = (i, j, k) in protected or (i, j, None) in protected or (i, j) in headings
                         entries.append(((i, j), block.text[lo:hi], lo, keep))

@@ -24,7 +24,7 @@ class BandIndex:
     def __init__(self, signatures: np.ndarray, bands: int, rows: int) -> None:
         n = signatures.shape[0]
         # ids[i, k]: the bucket of signature i in band k (same band and equal rows, same id), numbered across all
-        # bands so that one dict holds every band's buckets; as Python lists, read once per query and insert.
+        # bands (below n * bands) so that one dict holds every band's buckets.
         if n < _ONE_SORT_BELOW:
             ids = _ids_one_sort(signatures, bands, rows)
         else:
@@ -32,20 +32,27 @@ class BandIndex:
             for k in range(bands):
                 band = np.ascontiguousarray(signatures[:, k * rows : (k + 1) * rows])
                 ids[:, k] = _numbered(band) + k * n
-        self._ids: list[list[int]] = ids.tolist()
+        # A bucket that holds one signature never names a candidate: only the buckets shared by several are
+        # kept, as Python lists, for the few signatures that have one (on the corpus most have none, and
+        # building, querying and inserting every signature's buckets was most of the deduplication loop).
+        shared = np.bincount(ids.ravel(), minlength=n * bands)[ids] > 1
+        self._ids: dict[int, list[int]] = {
+            int(i): ids[i, shared[i]].tolist() for i in np.flatnonzero(shared.any(axis=1))
+        }
         self._buckets: dict[int, list[int]] = {}
 
     def query(self, i: int) -> set[int]:
-        """Inserted signatures sharing at least one band with signature ``i``."""
+        """Inserted signatures other than ``i`` sharing at least one band with signature ``i``."""
         found: set[int] = set()
         get = self._buckets.get
-        for key in self._ids[i]:
+        for key in self._ids.get(i, ()):
             found.update(get(key, ()))
+        found.discard(i)
         return found
 
     def insert(self, i: int) -> None:
         setdefault = self._buckets.setdefault
-        for key in self._ids[i]:
+        for key in self._ids.get(i, ()):
             setdefault(key, []).append(i)
 
 

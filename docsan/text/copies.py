@@ -30,7 +30,7 @@ and stretches it has ruled out (periodic data) out of every copy.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -59,12 +59,16 @@ class Windows:
     windows, far past what a document holds), so a plain sort, several times faster
     than a stable argsort, orders equal hashes by position. The sort is
     most of a search's cost; a second search of the same sequence with more
-    of it barred (made negative: the copies the first one found) reuses it.
+    of it barred (made negative: the copies the first one found) reuses it,
+    and one with nothing more barred (the first found no copy) also reuses
+    the first occurrences (:meth:`first_occurrences`).
     """
 
     window: int
     keys: np.ndarray
     bits: int
+    # The last (barred, first occurrences) asked for.
+    _last: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, init=False, repr=False)
 
     @classmethod
     def of(cls, codes: np.ndarray, window: int) -> Windows:
@@ -76,7 +80,12 @@ class Windows:
         return cls(window, np.sort(hashes << bits | np.arange(count, dtype=np.int64)), bits)
 
     def first_occurrences(self, barred: np.ndarray) -> np.ndarray:
-        """For each window, the first window with the same hash; itself when it is the first or ``barred``."""
+        """For each window, the first window with the same hash; itself when it is the first or ``barred``.
+
+        Asked again with the same ``barred``, the answer of the last call (read only).
+        """
+        if self._last and np.array_equal(self._last[0][0], barred):
+            return self._last[0][1]
         positions = self.keys & ((1 << self.bits) - 1)
         free = ~barred[positions]
         positions, hashes = positions[free], (self.keys >> self.bits)[free]
@@ -85,6 +94,8 @@ class Windows:
             starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
             counts = np.diff(np.concatenate((starts, [positions.size])))
             first[positions] = np.repeat(positions[starts], counts)
+        first.flags.writeable = False
+        self._last[:] = [(barred, first)]
         return first
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import regex
 
-from docsan.model import Block, BlockKind, Source
+from docsan.model import Block, BlockKind, Document, Source
 from docsan.text.chardata import display_width
 
 # Display columns (a CJK character counting two): a block none of whose lines is this wide is
@@ -35,6 +35,23 @@ def paragraph_spans(text: str) -> list[tuple[int, int]]:
             spans.append((start + len(piece) - len(piece.lstrip("\n")), end - len(piece) + len(piece.rstrip("\n"))))
         start = after
     return spans
+
+
+class BlockParagraphs(dict[tuple[int, int], list[tuple[int, int]]]):
+    """The :func:`paragraph_spans` of a document's blocks by (page index, block index), each found when first read.
+
+    A stage that reads a block's paragraphs in several passes (sections,
+    units, passages) finds them once per document instead of once per pass.
+    A dict, so that reading a known block costs one lookup.
+    """
+
+    def __init__(self, doc: Document) -> None:
+        super().__init__()
+        self._doc = doc
+
+    def __missing__(self, key: tuple[int, int]) -> list[tuple[int, int]]:
+        spans = self[key] = paragraph_spans(self._doc.pages[key[0]].blocks[key[1]].text)
+        return spans
 
 
 def split_paragraphs(text: str) -> list[str]:
@@ -63,5 +80,7 @@ def is_short_lines(text: str) -> bool:
 
     One short line is not: a heading, a list item, the last line of a paragraph.
     """
+    if "\n" not in text:  # most blocks once reflow has joined their lines: no copy of the text to split
+        return False
     lines = text.strip().split("\n")
     return len(lines) > 1 and all(display_width(line.strip()) < SHORT_LINE for line in lines)

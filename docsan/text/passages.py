@@ -191,14 +191,18 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
         return None
     all_codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    all_owner = np.repeat(np.array(owners, dtype=np.int64), lengths)
+    owner_of = np.array(owners, dtype=np.int64)
     starts = np.cumsum(lengths) - lengths
-    all_orig = np.arange(all_codes.size, dtype=np.int64) - np.repeat(starts - np.array(bases, dtype=np.int64), lengths)
-    all_codes[all_owner < 0] = -1
+    all_codes[starts[owner_of < 0]] = -1  # a separator is one element
     unique, inverse = _distinct(np.maximum(all_codes, 0))
     space, weight, cjk, latin, closer = _char_table(unique)
-    keep = ~space[inverse] | (all_codes < 0)
-    inverse, view, view_owner, view_orig = inverse[keep], all_codes[keep], all_owner[keep], all_orig[keep]
+    # The view's positions in the joined texts, found once and gathered from (a boolean mask per array cost
+    # twice as much); its owners and offsets follow from how many each entry keeps.
+    at = np.flatnonzero(~space[inverse] | (all_codes < 0))
+    kept_per_entry = np.diff(np.searchsorted(at, np.append(starts, all_codes.size)))
+    inverse, view = inverse[at], all_codes[at]
+    view_owner = np.repeat(owner_of, kept_per_entry)
+    view_orig = at - np.repeat(starts - np.array(bases, dtype=np.int64), kept_per_entry)
     negative = view < 0
     text = np.maximum(view, 0).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
     view[negative] = -1 - np.flatnonzero(negative)

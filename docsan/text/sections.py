@@ -17,14 +17,14 @@ paragraph wrongly taken for a heading can only keep a copy), never removes it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import regex
 
 from docsan.model import Block, BlockKind, Document
 from docsan.text.chardata import display_width
-from docsan.text.paragraphs import split_paragraphs
+from docsan.text.paragraphs import paragraph_spans
 
 # A section number at the start of a line. Bounded repeats, no nesting: linear.
 _NUMBERED = regex.compile(
@@ -76,8 +76,12 @@ class Sections:
 NO_SECTIONS = Sections({}, 0, {}, {})
 
 
-def find_sections(doc: Document) -> Sections:
-    """The document's sections; one without section headings has none (count 0)."""
+def find_sections(doc: Document, spans: Mapping[tuple[int, int], list[tuple[int, int]]] | None = None) -> Sections:
+    """The document's sections; one without section headings has none (count 0).
+
+    ``spans``: the blocks' paragraph spans by (page index, block index), when
+    the caller has them (:class:`docsan.text.paragraphs.BlockParagraphs`).
+    """
     number: dict[tuple[int, int], int] = {}
     first: dict[int, ParagraphKey] = {}
     last: dict[int, ParagraphKey] = {}
@@ -87,14 +91,13 @@ def find_sections(doc: Document) -> Sections:
     for i, page in enumerate(doc.pages):
         for j, block in enumerate(page.blocks):
             heading = is_section_heading(block)
-            title = "".join(block.text.split())
-            if heading and title not in titles:
+            if heading and (title := "".join(block.text.split())) not in titles:
                 titles.add(title)
                 headings.add((i, j))
                 section += 1
             number[(i, j)] = section
             if not heading and block.kind is BlockKind.TEXT and block.text.strip():
-                paragraphs = len(split_paragraphs(block.text))
+                paragraphs = len(spans[(i, j)] if spans is not None else paragraph_spans(block.text))
                 first.setdefault(section, (i, j, 0))
                 last[section] = (i, j, paragraphs - 1)
     return Sections(number, section, first, last, frozenset(headings))
