@@ -20,7 +20,6 @@ from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcom
 from docsan.errors import DocsanError
 from docsan.pipeline import CleanResult
 from docsan.render import OutputFormat, dumps
-from docsan.report_html import render_report_html
 
 from .common import (
     ConfigOption,
@@ -343,6 +342,8 @@ def clean(
         payload: object = reports[0] if not several and reports else reports
         _write(report, dumps(payload) + "\n", "--report")
     if html_report is not None:
+        from docsan.report_html import render_report_html  # difflib and its page template: only for this flag
+
         _write(html_report, render_report_html(results, title=_report_title(inputs)), "--html-report")
     if summary is not None:
         for line in summary.lines():

@@ -10,6 +10,8 @@ import functools
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from docsan.api import clean_text
 from docsan.config import Config, ExtractConfig
@@ -17,7 +19,7 @@ from docsan.extract import load
 from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Table
 from docsan.report import StageResult
 from docsan.stages import build_stage
-from docsan.stages.furniture import PAGE_NUMBER, RUNNING_FOOTER, RUNNING_HEADER, Furniture
+from docsan.stages.furniture import PAGE_NUMBER, RUNNING_FOOTER, RUNNING_HEADER, Furniture, line_key, line_keys
 from docsan.text.pagenum import parse_page_number
 
 CONFIG = Config(stages=("furniture", "tables"))
@@ -367,3 +369,11 @@ def test_chapter_heads_change_per_chapter_and_roman_front_matter() -> None:
     assert result.stats["page_numbers"] == 14
     codes = {(c.page, c.code) for c in result.changes}
     assert (7, RUNNING_HEADER.code) in codes and (11, RUNNING_HEADER.code) in codes
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="aΣς\u0301\u1100\u1161 \n\t1２\ufb01\u00a0İß\x00ｶﾞ", max_size=6), max_size=5))
+def test_line_keys_are_each_texts_line_key(texts: list[str]) -> None:
+    # the page's keys come from one pass over its joined lines: NFKC, case folding and the
+    # substitutions must not reach across the join (combining marks, jamo, final sigma, a NUL of its own)
+    assert line_keys(texts) == [line_key(t) for t in texts]

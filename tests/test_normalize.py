@@ -8,7 +8,10 @@ code point survives.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import unicodedata
+from pathlib import Path
 
 import pytest
 import regex
@@ -20,7 +23,7 @@ from bench.common import manifest
 from docsan import Block, BlockKind, Document, DocumentKind, Page, Source, Table
 from docsan.config import Config
 from docsan.stages import build_stage
-from docsan.stages.normalize import Normalize
+from docsan.stages.normalize import Normalize, _is_plain, _plain_by_parts
 from docsan.text.chardata import REMOVABLE
 
 NORMALIZE = Config(stages=("normalize",))
@@ -390,3 +393,29 @@ def test_cleaning_a_cleaned_corpus_document_changes_nothing(corpus_cleaned) -> N
         # The document still carries what its extraction left out; the stages add nothing.
         assert again.report.extraction == list(result.document.extraction), name
         assert [c for s in again.report.stages for c in s.changes] == [], name
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=" \n\tab.\x7f\x00", max_size=12))
+@example("a\n\nb")
+@example("a\n\n\nb")
+def test_plain_ascii_pattern_is_the_plain_rule(text: str) -> None:
+    # ASCII text takes the one-pattern test; it must say what the rule says condition by condition
+    assert _is_plain(text) == _plain_by_parts(text)
+
+
+def test_ftfy_imports_without_wcwidth_and_formats_with_it() -> None:
+    # docsan/text/ftfy_import.py: the stage's import leaves wcwidth unloaded; ftfy's own width
+    # functions still measure a wide character (the stand-in loads the real wcwidth when called)
+    code = (
+        "import sys\n"
+        "import docsan.stages.normalize\n"
+        "assert 'wcwidth' not in sys.modules, 'wcwidth loaded'\n"
+        "from ftfy.formatting import display_ljust\n"
+        "assert display_ljust('中', 4) == '中  ', repr(display_ljust('中', 4))\n"
+        "import wcwidth\n"
+        "assert wcwidth.wcwidth('中') == 2 and hasattr(wcwidth, '__file__')\n"
+    )
+    root = Path(__file__).resolve().parent.parent  # this checkout, not an installed docsan
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode == 0, done.stderr

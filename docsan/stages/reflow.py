@@ -29,7 +29,14 @@ from docsan.model import Block, BlockKind, ChangeKind, Document, Source
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.chardata import CJK, CJK_PUNCTUATION, display_width, is_cjk
 from docsan.text.paragraphs import SHORT_LINE
-from docsan.text.wrapping import FENCE, FIT_RATIO, STARTS_ITEM, continues_on_next_page, ends_own_line, first_word
+from docsan.text.wrapping import (
+    FIT_RATIO,
+    STARTS_ITEM,
+    continues_on_next_page,
+    ends_own_line,
+    first_word,
+    has_fence,
+)
 
 REFLOWED = ChangeCode(
     "reflow.reflowed",
@@ -200,7 +207,7 @@ class Reflow:
 
     def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
-        if block.kind is BlockKind.TABLE or FENCE.search(block.text):
+        if block.kind is BlockKind.TABLE or has_fence(block.text):
             # Tables keep their grid; a fenced code block's lines are code.
             return block.text
         text = block.text
@@ -294,10 +301,11 @@ def _joiner(last: str, first: str, before_last: str) -> str:
     ("FAA–2020–" + "0746", "https://" + "www..."). A space between CJK and
     Latin/digits, which keeps "公司" and "2,078,800" from a table row apart.
     """
-    if _CJK_PUNCT.match(last) or _CJK_PUNCT.match(first):
-        return ""
-    if is_cjk(last) and is_cjk(first):
-        return ""
+    if not (last.isascii() and first.isascii()):  # no CJK character or punctuation is ASCII
+        if _CJK_PUNCT.match(last) or _CJK_PUNCT.match(first):
+            return ""
+        if is_cjk(last) and is_cjk(first):
+            return ""
     if last in _GLUE_AFTER and before_last and not before_last.isspace():
         return ""
     return " "

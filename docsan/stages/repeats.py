@@ -121,7 +121,8 @@ def _build_views(texts: dict[tuple[int, int], str]) -> _Views:
     wrapped: list[tuple[int, np.ndarray]] = []  # (block index, removed newline offsets) for blocks with soft wraps
     for i, key in enumerate(keys):
         text = texts[key]
-        removed = [m.start() for m in _CJK_WRAP.finditer(text)]
+        # No CJK character is ASCII: most blocks need no search for soft wraps.
+        removed = [] if text.isascii() else [m.start() for m in _CJK_WRAP.finditer(text)]
         if removed:
             wrapped.append((i, np.array(removed, dtype=np.int64)))
             text = _CJK_WRAP.sub("", text)

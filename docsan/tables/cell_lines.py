@@ -52,10 +52,11 @@ def _is_row_block(block: Block) -> bool:
         return False
     if block.text.count("\n") < MIN_CELLS - 1:
         return False  # fewer lines than a row has cells: no need to strip and measure them
-    if not _short_cells([line.strip() for line in block.text.split("\n") if line.strip()]):
+    # Side by side: the block is one text line thick (along y, or along x for sideways text). Asked
+    # first: the box answers for most blocks, before their lines are stripped and measured.
+    if not is_one_row(block):
         return False
-    # Side by side: the block is one text line thick (along y, or along x for sideways text).
-    return is_one_row(block)
+    return _short_cells([line.strip() for line in block.text.split("\n") if line.strip()])
 
 
 def _is_cell_block(block: Block) -> bool:

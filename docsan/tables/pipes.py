@@ -59,6 +59,8 @@ def parse_pipe_table(text: str) -> Table | None:
     With a ``|---|`` rule the lines above it are the header; without one the
     first line is taken as the header, the Markdown convention.
     """
+    if text.count("|") < MIN_CELLS - 1:  # a line of MIN_CELLS cells has at least MIN_CELLS - 1 pipes
+        return None
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines or any(len(_cells(line)) < MIN_CELLS for line in lines) or _TOKEN_SPELLING.search(text):
         return None

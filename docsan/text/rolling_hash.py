@@ -44,6 +44,32 @@ def lce(a: np.ndarray, i: int, j: int, limit: int) -> int:
     return limit
 
 
+# How far :func:`short_lces` compares; most hits of a hash search in text extend by a few words.
+PROBE = 64
+# Hits compared per step, bounding its index matrices to a few MB.
+_PROBE_ROWS = 1 << 12
+
+
+def short_lces(a: np.ndarray, i: np.ndarray, j: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """:func:`lce` of each ``(i, j, limit)`` that is below ``PROBE``, and -1 where it is not.
+
+    One whole-array comparison of ``PROBE`` elements per pair instead of a
+    numpy call per pair: a repeat search makes thousands of short hits, each
+    cheap to check and dear to check alone. A caller finishes a -1 with
+    :func:`lce` from ``PROBE`` on, and only where it needs the length.
+    """
+    out = np.empty(i.size, dtype=np.int64)
+    k = np.arange(PROBE)
+    for r in range(0, i.size, _PROBE_ROWS):
+        rows = slice(r, r + _PROBE_ROWS)
+        inside = k < limit[rows, None]
+        # Positions past a pair's limit read a[0]; they are masked as a stop either way.
+        stop = ~inside | (a[np.where(inside, i[rows, None] + k, 0)] != a[np.where(inside, j[rows, None] + k, 0)])
+        first = stop.argmax(axis=1)
+        out[rows] = np.where(stop[np.arange(first.size), first], first, -1)
+    return out
+
+
 def prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash."""
     n = int(codes.size)

@@ -31,7 +31,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from docsan.text.rolling_hash import doubled_hashes, lce, prefix_hashes, sparse_hashes, window_hashes
+from docsan.text.rolling_hash import (
+    PROBE,
+    doubled_hashes,
+    lce,
+    prefix_hashes,
+    short_lces,
+    sparse_hashes,
+    window_hashes,
+)
 
 # Periods below this are compared directly; at and above it by anchored hashes.
 SMALL = 16
@@ -86,15 +94,15 @@ def find_runs(codes: np.ndarray, *, max_period: int, keep: RunFilter | None = No
     n = int(codes.size)
     found: list[Run] = []
     reach = _Reach()
+    # eq[1 : n - p + 1] is codes[:-p] == codes[p:], framed by False: its changes alternate start, end.
+    eq = np.zeros(n + 1, dtype=bool)
     for p in range(1, min(SMALL, max_period + 1)):
         if 2 * p > n:
             break
-        eq = np.empty(n - p + 2, dtype=np.int8)
-        eq[0] = eq[-1] = 0
-        eq[1:-1] = codes[:-p] == codes[p:]
-        edges = np.diff(eq)
-        starts = np.flatnonzero(edges == 1)
-        ends = np.flatnonzero(edges == -1) + p
+        np.equal(codes[:-p], codes[p:], out=eq[1 : n - p + 1])
+        eq[n - p + 1] = False
+        edges = np.flatnonzero(eq[1 : n - p + 2] != eq[: n - p + 1])
+        starts, ends = edges[0::2], edges[1::2] + p
         long_enough = ends - starts >= 2 * p
         if not long_enough.any():  # the common case in short text: no run of this period, nothing to record
             continue
@@ -164,18 +172,14 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
                     sparse_hashes(prefix, inv, half, a[:, None] + offsets)
                     == sparse_hashes(prefix, inv, half, a)[:, None]
                 )
-            ra = reach_at[c : c + chunk]
-            for ai, pj in zip(*np.nonzero(hit), strict=True):
-                start, p = int(a[ai]), big + int(pj)
-                if done.get(p, -1) > start or ra[ai] >= start + half + p:
-                    continue  # already extended, or compared inside one shorter-period run
-                right = lce(codes, start, start + p, n - start - p)
-                left = lce(rev, n - start, n - start - p, start)
-                s, agree_end = start - left, start + right
-                done[p] = agree_end
-                e = agree_end + p
-                if e - s >= 2 * p and reach.at(np.array([s]))[0] < e:
-                    octave.append(Run(s, e, p))
+            # Row-major like np.nonzero(hit), which is several times slower on a 2-D array than on its ravel.
+            flat = np.flatnonzero(hit)
+            hit_a = flat // width
+            hit_j = flat - hit_a * width
+            starts, periods = a[hit_a], big + hit_j
+            # compared inside one shorter-period run: skipped
+            fresh = reach_at[c : c + chunk][hit_a] < starts + half + periods
+            octave.extend(_extend_hits(codes, rev, reach, done, starts[fresh], periods[fresh]))
         if octave:
             starts, ends, pers = (np.array([getattr(r, f) for r in octave]) for f in ("start", "end", "period"))
             reach.add(starts, ends)
@@ -184,3 +188,41 @@ def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilte
             found.extend(octave)
         big *= 2
     return found
+
+
+def _extend_hits(
+    codes: np.ndarray, rev: np.ndarray, reach: _Reach, done: dict[int, int], starts: np.ndarray, periods: np.ndarray
+) -> list[Run]:
+    """The runs that hash hits at ``starts`` with ``periods`` (in search order) extend to.
+
+    A hit inside the agreement already extended for its period (``done``:
+    period -> agreement end) is skipped; only that bookkeeping is done hit by
+    hit, the extensions are whole-array :func:`short_lces` with :func:`lce`
+    for the few that reach past ``PROBE``.
+    """
+    n = int(codes.size)
+    rights = short_lces(codes, starts, starts + periods, n - starts - periods)
+    taken: list[int] = []
+    agree_ends: list[int] = []
+    for k, (start, p, right) in enumerate(zip(starts.tolist(), periods.tolist(), rights.tolist(), strict=True)):
+        if done.get(p, -1) > start:
+            continue  # already extended
+        if right < 0:
+            right = PROBE + lce(codes, start + PROBE, start + p + PROBE, n - start - p - PROBE)
+        done[p] = start + right
+        taken.append(k)
+        agree_ends.append(start + right)
+    if not taken:
+        return []
+    starts, periods = starts[taken], periods[taken]
+    lefts = short_lces(rev, n - starts, n - starts - periods, starts)
+    for k in np.flatnonzero(lefts < 0).tolist():
+        s, p = int(starts[k]), int(periods[k])
+        lefts[k] = PROBE + lce(rev, n - s + PROBE, n - s - p + PROBE, s - PROBE)
+    run_starts = starts - lefts
+    run_ends = np.array(agree_ends, dtype=np.int64) + periods
+    real = (run_ends - run_starts >= 2 * periods) & (reach.at(run_starts) < run_ends)
+    return [
+        Run(s, e, p)
+        for s, e, p in zip(run_starts[real].tolist(), run_ends[real].tolist(), periods[real].tolist(), strict=True)
+    ]

@@ -40,6 +40,15 @@ STARTS_ITEM = regex.compile(
 FENCE = regex.compile(r"^[ \t]*(?:```|~~~)", flags=regex.MULTILINE)
 
 
+def has_fence(text: str) -> bool:
+    """A line of ``text`` opens or closes a Markdown code fence (:data:`FENCE`).
+
+    Asked of every block; the substring tests answer most without the
+    multiline search.
+    """
+    return ("```" in text or "~~~" in text) and FENCE.search(text) is not None
+
+
 def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float, column: float | None = None) -> bool:
     """Is ``nxt``, the first block of a page, the rest of ``prev``, the last block of the page before?
 
@@ -66,7 +75,7 @@ def continues_on_next_page(prev: Block, nxt: Block, fit_ratio: float, column: fl
     if prev.font_size and nxt.font_size and abs(prev.font_size - nxt.font_size) > 0.1 * prev.font_size:
         return False
     head, tail = prev.text.rstrip(), nxt.text.lstrip()
-    if not head or not tail or STARTS_ITEM.match(tail) or FENCE.search(head) or FENCE.search(tail):
+    if not head or not tail or STARTS_ITEM.match(tail) or has_fence(head) or has_fence(tail):
         return False
     if is_short_lines(head) or is_short_lines(tail):
         return False  # a list, a form or a table read as text: its pieces are not a paragraph's lines
