@@ -29,6 +29,7 @@ from dataclasses import dataclass as plain_dataclass
 from dataclasses import field, replace
 from typing import ClassVar
 
+import ftfy
 import regex
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
@@ -37,7 +38,6 @@ from docsan.model import Block, BlockKind, Cell, ChangeKind, Document, Page, Sou
 from docsan.render import table_text
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text.chardata import CJK, INVISIBLE_CLASSES, REMOVABLE, VARIATION_SELECTORS, invisible_class, invisible_slug
-from docsan.text.ftfy_import import ftfy
 
 MOJIBAKE = ChangeCode("normalize.mojibake", ChangeKind.REWRITTEN, "ftfy repaired mis-decoded text (mojibake)")
 # One code per class of invisible characters (docsan.text.chardata), the variation selectors that
