@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from docsan.model import Block, Document, Page
 from docsan.stages.neardup import NearDuplicates
-from docsan.text.copies import find_copies
+from docsan.text.copies import Windows, find_copies
 from docsan.text.passages import cut_spans, find_passages
+from docsan.text.rolling_hash import prefix_hashes
 
 ZH_A = "以上命令都带一个可选参数，用于指定导出的目录，如果不指定则使用当前目录作为默认的导出位置。"
 ZH_B = "接着说明导出文件的格式要求，每个文件都必须包含完整的元数据信息以便后续的检索与核对工作顺利进行。"
@@ -197,6 +198,19 @@ def test_the_finder_is_exact_on_hash_collisions() -> None:
     for copy in find_copies(c, window=16, weights=np.ones(c.size), min_weight=30):
         assert np.array_equal(c[copy.start : copy.end], c[copy.source : copy.source + copy.length])
         assert copy.source + copy.length <= copy.start
+
+
+def test_windows_from_the_hashes_before_barring_find_the_same_copies() -> None:
+    # find_passages hashes its codes once, for the run search and the windows, then bars the periodic stretches
+    rng = np.random.default_rng(9)
+    before = rng.integers(0, 6, 30_000).astype(np.int64)
+    before[20_000:20_400] = before[3_000:3_400]
+    codes = before.copy()
+    codes[3_100:3_500] = -1 - np.arange(3_100, 3_500)  # barred: a source no copy may come from any more
+    common = {"window": 16, "weights": np.ones(codes.size), "min_weight": 30}
+    shared = find_copies(codes, windows=Windows.of(codes, 16, prefix_hashes(before)), **common)
+    assert shared == find_copies(codes, **common)
+    assert shared != find_copies(before, **common)
 
 
 _SENTENCES = [

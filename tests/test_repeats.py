@@ -12,8 +12,9 @@ from docsan.extract import load
 from docsan.model import BBox, Block, BlockKind, Document, Page, Table
 from docsan.stages import build_stage
 from docsan.stages.repeats import Repeats
+from docsan.text import rolling_hash
 from docsan.text.chardata import is_cjk, is_separator
-from docsan.text.rolling_hash import PROBE, doubled_hashes, lce, prefix_hashes, short_lces, window_hashes
+from docsan.text.rolling_hash import _BASE, _MOD, PROBE, doubled_hashes, lce, prefix_hashes, short_lces, window_hashes
 from docsan.text.runs import find_runs
 
 STAGE = Repeats()
@@ -87,6 +88,28 @@ def test_doubled_hashes_are_the_window_hashes() -> None:
     while 2 * width <= codes.size:
         hashes, width = doubled_hashes(hashes, width), 2 * width
         assert np.array_equal(hashes, window_hashes(prefix, inv, width, slice(0, codes.size - width + 1)))
+
+
+def test_prefix_hashes_from_the_shared_powers_are_the_computed_ones() -> None:
+    # Every document reads its powers from one table, grown as longer ones come; past its limit they are computed
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 3, 1_000, 5, 4_097, 70_000, rolling_hash._TABLE_MAX + 3):
+        codes = rng.integers(-50, 0x10FFFF, n).astype(np.int64)
+        prefix, inv = prefix_hashes(codes)
+        expected = np.concatenate(([0], np.cumsum(codes % _MOD * rolling_hash._doubled_powers(_BASE, n) % _MOD)))
+        assert np.array_equal(prefix, expected % _MOD)
+        assert np.array_equal(inv, rolling_hash._doubled_powers(rolling_hash._INV_BASE, n))
+        assert inv.flags.writeable == (n > rolling_hash._TABLE_MAX)  # a view of the shared table is read only
+
+
+def test_find_runs_with_the_callers_hashes_finds_the_same_runs() -> None:
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 1_000, 20_000).astype(np.int64)
+    codes[5_000:5_400] = np.tile(rng.integers(0, 1_000, 20), 20)  # periods the hash octaves find
+    codes[9_000:9_300] = np.tile(rng.integers(0, 1_000, 37), 9)[:300]
+    runs = find_runs(codes, max_period=64)
+    assert {(5_000, 5_400, 20), (9_000, 9_300, 37)} <= {(r.start, r.end, r.period) for r in runs}
+    assert find_runs(codes, max_period=64, hashes=prefix_hashes(codes)) == runs
 
 
 def test_short_lces_are_the_short_lces() -> None:

@@ -71,9 +71,13 @@ class Windows:
     _last: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, init=False, repr=False)
 
     @classmethod
-    def of(cls, codes: np.ndarray, window: int) -> Windows:
-        """The windows of ``codes`` (at least ``window`` long); windows over negative codes are barred later."""
-        prefix, inv = prefix_hashes(codes)
+    def of(cls, codes: np.ndarray, window: int, hashes: tuple[np.ndarray, np.ndarray] | None = None) -> Windows:
+        """The windows of ``codes`` (at least ``window`` long); windows over negative codes are barred later.
+
+        ``hashes``: :func:`prefix_hashes` of a sequence equal to ``codes`` wherever ``codes`` is not negative
+        (a window's hash depends on its own codes alone, and no search reads a barred window's).
+        """
+        prefix, inv = hashes or prefix_hashes(codes)
         count = int(codes.size) - window + 1
         hashes = window_hashes(prefix, inv, window, slice(0, count))
         bits = max(1, count.bit_length())

@@ -25,6 +25,7 @@ import regex
 
 from docsan.text.chardata import CJK_LETTERS, CJK_WEIGHT
 from docsan.text.copies import Copy, Windows, find_copies
+from docsan.text.rolling_hash import prefix_hashes
 from docsan.text.runs import find_runs
 
 # A window of 16 characters: copies of 31 or more are always found; minimum lengths are above that.
@@ -232,13 +233,16 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
     )
 
 
-def _rule_out_periodic(run: _Running) -> None:
-    """Give stretches that repeat with a short period codes that match nothing (see the module docstring)."""
+def _rule_out_periodic(run: _Running, hashes: tuple[np.ndarray, np.ndarray]) -> None:
+    """Give stretches that repeat with a short period codes that match nothing (see the module docstring).
+
+    ``hashes``: :func:`prefix_hashes` of ``run.codes`` as they were before.
+    """
 
     def keep(starts: np.ndarray, ends: np.ndarray, periods: np.ndarray) -> np.ndarray:
         return ends - starts >= np.maximum(3 * periods, 2 * WINDOW)
 
-    for r in find_runs(run.codes, max_period=_PERIODIC, keep=keep):
+    for r in find_runs(run.codes, max_period=_PERIODIC, keep=keep, hashes=hashes):
         run.codes[r.start : r.end] = -1 - np.arange(r.start, r.end)
 
 
@@ -306,7 +310,10 @@ def find_passages(
     run = _running(entries)
     if run is None or run.codes.size < 2 * WINDOW:
         return []
-    _rule_out_periodic(run)
+    # Shared by the run search and the windows: the stretches ruled out become negative codes, which bar
+    # every window over them, so the windows' hashes may come from the codes before.
+    hashes = prefix_hashes(run.codes)
+    _rule_out_periodic(run, hashes)
     weight = np.concatenate(([0], np.cumsum(run.weights)))
     low = min_weight if piece_weight is None else min(piece_weight, min_weight)
 
@@ -314,7 +321,7 @@ def find_passages(
         return _snap(run, copy)
 
     # One sort of the windows for both searches: the second one's codes differ only where they are barred.
-    windows = Windows.of(run.codes, WINDOW)
+    windows = Windows.of(run.codes, WINDOW, hashes)
     common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow, "windows": windows}
     found = find_copies(run.codes, min_weight=min_weight, **common)
     if low < min_weight:

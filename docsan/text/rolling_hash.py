@@ -18,7 +18,7 @@ _BASE = 1_000_003
 _INV_BASE = pow(_BASE, _MOD - 2, _MOD)
 
 
-def _powers(base: int, n: int) -> np.ndarray:
+def _doubled_powers(base: int, n: int) -> np.ndarray:
     """base**i mod _MOD for i in [0, n), by doubling: log n vectorised steps."""
     out = np.empty(max(n, 1), dtype=np.int64)
     out[0] = 1
@@ -28,6 +28,25 @@ def _powers(base: int, n: int) -> np.ndarray:
         out[k : k + m] = out[:m] * pow(base, k, _MOD) % _MOD
         k *= 2
     return out[:n]
+
+
+# Powers are the same for every sequence: a table per base, kept up to this many (8 MiB each), serves every
+# document of a run; a longer sequence gets its own.
+_TABLE_MAX = 1 << 20
+_tables: dict[int, np.ndarray] = {}
+
+
+def _powers(base: int, n: int) -> np.ndarray:
+    """base**i mod _MOD for i in [0, n), read only: a view of the base's table where it is long enough."""
+    table = _tables.get(base)
+    if table is None or table.size < n:
+        if n > _TABLE_MAX:
+            return _doubled_powers(base, n)
+        # Grown to the next power of two, so a batch of documents rebuilds it a few times at most.
+        table = _doubled_powers(base, 1 << max(n - 1, 1).bit_length())
+        table.flags.writeable = False
+        _tables[base] = table
+    return table[:n]
 
 
 def lce(a: np.ndarray, i: int, j: int, limit: int) -> int:

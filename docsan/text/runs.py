@@ -84,12 +84,19 @@ class _Reach:
         return np.where(idx >= 0, self._reach[np.maximum(idx, 0)] if self._reach.size else 0, 0)
 
 
-def find_runs(codes: np.ndarray, *, max_period: int, keep: RunFilter | None = None) -> list[Run]:
+def find_runs(
+    codes: np.ndarray,
+    *,
+    max_period: int,
+    keep: RunFilter | None = None,
+    hashes: tuple[np.ndarray, np.ndarray] | None = None,
+) -> list[Run]:
     """All primitive maximal runs of ``codes`` with period <= ``max_period`` that ``keep`` accepts.
 
     ``codes`` is an int64 array; give separators unique negative values so no
     run crosses them. Runs contained in a run of a smaller period (the same
     repetition seen with a multiple of its period) are not reported.
+    ``hashes``: :func:`prefix_hashes` of ``codes``, where the caller needs them too.
     """
     n = int(codes.size)
     found: list[Run] = []
@@ -115,13 +122,20 @@ def find_runs(codes: np.ndarray, *, max_period: int, keep: RunFilter | None = No
             starts, ends = starts[mask], ends[mask]
         found.extend(Run(int(s), int(e), p) for s, e in zip(starts, ends, strict=True))
     if max_period >= SMALL and n >= 2 * SMALL:
-        found.extend(_long_runs(codes, max_period, reach, keep))
+        found.extend(_long_runs(codes, max_period, reach, keep, hashes))
     return found
 
 
-def _long_runs(codes: np.ndarray, max_period: int, reach: _Reach, keep: RunFilter | None) -> list[Run]:
+def _long_runs(
+    codes: np.ndarray,
+    max_period: int,
+    reach: _Reach,
+    keep: RunFilter | None,
+    hashes: tuple[np.ndarray, np.ndarray] | None,
+) -> list[Run]:
     n = int(codes.size)
-    prefix = inv = np.empty(0, dtype=np.int64)  # built on first use: periodic inputs never need them
+    # Built on first use where not given: periodic inputs never need them.
+    prefix, inv = hashes or (np.empty(0, dtype=np.int64),) * 2
     rev = codes[::-1]
     found: list[Run] = []
     # The last dense octave's hashes of every window (width half): the next octave's follow by doubling.
