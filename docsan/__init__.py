@@ -17,14 +17,45 @@ Typical use::
 The library never imports the command-line front end (``cli``).
 """
 
-from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
-from docsan.chunking import Chunk, chunk
-from docsan.config import Config, ExtractConfig, load_config
-from docsan.corpus import clean_files
-from docsan.errors import ConfigError, DocsanError, InputError
-from docsan.model import BBox, Block, BlockKind, Cell, ChangeKind, Document, DocumentKind, Page, Source, Table
-from docsan.pipeline import CleanResult, Pipeline
-from docsan.report import Change, Report, StageResult
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
+    from docsan.chunking import Chunk, chunk
+    from docsan.config import Config, ExtractConfig, load_config
+    from docsan.corpus import clean_files
+    from docsan.errors import ConfigError, DocsanError, InputError
+    from docsan.model import BBox, Block, BlockKind, Cell, ChangeKind, Document, DocumentKind, Page, Source, Table
+    from docsan.pipeline import CleanResult, Pipeline
+    from docsan.report import Change, Report, StageResult
+
+# Each public name's module, imported on first use (PEP 562): a process that needs one part of docsan (the CLI's
+# `clean` never chunks or cleans a chat) does not pay for importing the others.
+_HOMES = {
+    "docsan.api": ("ChatCleaner", "ChatResult", "clean_chat", "clean_document", "clean_file", "clean_text"),
+    "docsan.chunking": ("Chunk", "chunk"),
+    "docsan.config": ("Config", "ExtractConfig", "load_config"),
+    "docsan.corpus": ("clean_files",),
+    "docsan.errors": ("ConfigError", "DocsanError", "InputError"),
+    "docsan.model": (
+        "BBox",
+        "Block",
+        "BlockKind",
+        "Cell",
+        "ChangeKind",
+        "Document",
+        "DocumentKind",
+        "Page",
+        "Source",
+        "Table",
+    ),
+    "docsan.pipeline": ("CleanResult", "Pipeline"),
+    "docsan.report": ("Change", "Report", "StageResult"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __version__ = "0.1.0"
 
@@ -60,3 +91,17 @@ __all__ = [
     "clean_text",
     "load_config",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name's module on first access, and keep the name so the next access is a plain lookup."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'docsan' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

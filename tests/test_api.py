@@ -109,3 +109,18 @@ def test_unreadable_input_raises_an_input_error(corpus) -> None:
         docsan.clean_file(corpus / "broken_encrypted_userpw_4p.pdf", CONFIG)
     assert info.value.name.endswith("broken_encrypted_userpw_4p.pdf")
     assert "encrypted" in info.value.problem
+
+
+def test_every_public_name_is_reached_from_the_package_and_its_module_loads_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    for name in docsan.__all__:
+        assert name in dir(docsan)
+        assert getattr(docsan, name) is getattr(sys.modules[docsan._HOME_OF[name]], name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        docsan.nope  # noqa: B018
+    # A fresh process: `import docsan` alone imports none of the public names' modules.
+    probe = "import sys, docsan; print(sorted(m for m in docsan._HOMES if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
