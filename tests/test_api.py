@@ -115,6 +115,7 @@ def test_every_public_name_is_reached_from_the_package_and_its_module_loads_on_f
     import subprocess
     import sys
 
+    assert set(docsan._HOME_OF) == set(docsan.__all__)  # the lazy table and __all__ name the same things
     for name in docsan.__all__:
         assert name in dir(docsan)
         assert getattr(docsan, name) is getattr(sys.modules[docsan._HOME_OF[name]], name)
