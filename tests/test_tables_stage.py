@@ -13,14 +13,14 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from docsan.api import clean_document, clean_file, clean_text
-from docsan.config import Config, ExtractConfig
+from docsan.config import Config, ExtractConfig, TablePolicy
 from docsan.extract import load
 from docsan.model import Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
 from docsan.render import render_text
 from docsan.stages import build_stage
 from docsan.stages.table_repair import TableRepair
 from docsan.tables.pipes import parse_pipe_table
-from docsan.tables.repair import repair_grid
+from docsan.tables.repair import RepairResult, _repair, is_settled, repair_grid
 
 # The two structural stages, in their default order: what these tests are about.
 CONFIG = Config(stages=("furniture", "tables"))
@@ -284,3 +284,36 @@ def test_repair_keeps_every_distinct_value_of_every_row(rows: list[list[str]], p
         # Only values with letters may lose copies (merged spans); figures never do.
         for v in {v for v in old if v and not v[0].isalpha()}:
             assert new.count(v) == old.count(v)
+
+
+# Cells that make a grid repair_grid has work for: equal values with a letter (spaced apart), figures,
+# blanks, whitespace, separators str.split removes; and one change that may spoil a plain grid (a span,
+# a covered position, a short row).
+_TEXTS = st.sampled_from(["", " ", "a", "a ", " a", "b", "1", "\x1ca", "a\x1c"])
+_ODD_CELLS = st.sampled_from([Cell("a", rowspan=2), Cell("a", colspan=2), Cell("", colspan=2), Cell("", covered=True)])
+
+
+@st.composite
+def _grids(draw: st.DrawFn) -> tuple[tuple[Cell, ...], ...]:
+    width = draw(st.integers(1, 3))
+    rows = [[Cell(draw(_TEXTS)) for _ in range(width)] for _ in range(draw(st.integers(1, 3)))]
+    spoil = draw(st.sampled_from(["none", "none", "cell", "short row", "empty"]))
+    r = draw(st.integers(0, len(rows) - 1))
+    if spoil == "cell":
+        rows[r][draw(st.integers(0, width - 1))] = draw(_ODD_CELLS)
+    elif spoil == "short row":
+        rows[r].pop()
+    elif spoil == "empty":
+        rows = []
+    return tuple(tuple(row) for row in rows)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_grids(), st.integers(-1, 3), st.sampled_from(["once", "fill", "html"]))
+def test_a_grid_called_settled_is_one_the_repair_builds_again(
+    rows: tuple[tuple[Cell, ...], ...], header_rows: int, policy: TablePolicy
+) -> None:
+    # repair_grid returns a settled table without repairing it: the repair must have given the same.
+    table = Table(rows, header_rows=header_rows)
+    if is_settled(table):
+        assert _repair(table, policy) == RepairResult(table, list(range(len(rows))), set(), 0, 0, 0)

@@ -75,8 +75,48 @@ def _covered(table: Table, r: int, c: int) -> bool:
     return c >= len(row) or row[c].covered
 
 
+def is_settled(table: Table) -> bool:
+    """True when :func:`repair_grid` has nothing to do: it would build ``table`` again, cell for cell.
+
+    A grid of plain cells (no span, nothing covered, every row as long as the first), a header within
+    it, text in every row and every column, and no two cells of a row that could be one value's
+    copies: equal without whitespace and holding a letter (compared by ``str.split``, which removes
+    what :func:`_squash` removes and four ASCII separators more, so values it tells apart differ to
+    ``_squash`` too). Most extracted tables are such grids (45 of the corpus's 79).
+    """
+    rows = table.rows
+    if type(rows) is not tuple or not rows or not 0 <= table.header_rows <= len(rows):
+        return False
+    width = len(rows[0])
+    filled: set[int] = set()
+    for row in rows:
+        if type(row) is not tuple or len(row) != width:
+            return False
+        keys = []
+        for c, cell in enumerate(row):
+            if cell.covered or cell.rowspan != 1 or cell.colspan != 1:
+                return False
+            if cell.text:
+                filled.add(c)
+                keys.append("".join(cell.text.split()))
+        if not keys:
+            return False
+        if len(set(keys)) < len(keys):
+            worded = [key for key in keys if _LETTER.search(key)]
+            if len(set(worded)) < len(worded):
+                return False
+    return len(filled) == width
+
+
 def repair_grid(table: Table, policy: TablePolicy = "once") -> RepairResult:
     """Merge collapsed spans, drop empty rows and columns, lay the spans out per ``policy``."""
+    if is_settled(table):
+        return RepairResult(table, list(range(table.n_rows)), set(), 0, 0, 0)
+    return _repair(table, policy)
+
+
+def _repair(table: Table, policy: TablePolicy) -> RepairResult:
+    """:func:`repair_grid` without the test for a grid it has nothing to do for."""
     n_rows, n_cols = table.n_rows, table.n_cols
     text = {
         (r, c): (cell.text if c < len(row) and not cell.covered else "")
