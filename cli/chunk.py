@@ -11,7 +11,7 @@ import typer
 
 from docsan.batch import clean_inputs, expand_inputs
 from docsan.budget.tokenizer import Tokenizer
-from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
+from docsan.chunking import DEFAULT_CHUNK_TOKENS, iter_chunks
 from docsan.config import Config
 from docsan.errors import DocsanError
 
@@ -34,7 +34,7 @@ def chunk(
             "--chunk-tokens",
             min=8,
             show_default=False,
-            help=f"Largest chunk, in tokens of the served model (exact count; default {DEFAULT_MAX_TOKENS}).",
+            help=f"Largest chunk, in tokens of the served model (exact count; default {DEFAULT_CHUNK_TOKENS}).",
         ),
     ] = None,
     # The older name: in `ask` --max-tokens is the answer's length, so here it is kept working, unlisted, with a
@@ -60,7 +60,7 @@ def chunk(
         if chunk_tokens is not None:
             fail("--max-tokens is the old name of --chunk-tokens: give one of them", ExitCode.USAGE)
         err_console.print(DEPRECATED_MAX_TOKENS, highlight=False, markup=False)
-    limit = chunk_tokens or max_tokens_alias or DEFAULT_MAX_TOKENS
+    limit = chunk_tokens or max_tokens_alias or DEFAULT_CHUNK_TOKENS  # both at least 8 when given
     if overlap >= limit:
         fail(f"--overlap ({overlap}) must be below --chunk-tokens ({limit})", ExitCode.USAGE)
     config = get_config(config_file)

@@ -208,7 +208,7 @@ def test_ids_are_stable_and_depend_on_source_and_position(tok: Tokenizer) -> Non
     assert set(first).isdisjoint(c.id for c in chunk(renamed, 32, tokenizer=tok))
 
 
-@pytest.mark.parametrize(("limit", "overlap", "problem"), [(4, 0, "at least 8"), (64, 64, "below max_tokens")])
+@pytest.mark.parametrize(("limit", "overlap", "problem"), [(4, 0, "at least 8"), (64, 64, "below chunk_tokens")])
 def test_bad_limits_are_config_errors(limit: int, overlap: int, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
         chunk(doc_of(Block("x")), limit, overlap=overlap)
