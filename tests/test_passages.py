@@ -8,11 +8,13 @@ other, running over a page break, with a sentence inserted.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from docsan.model import Block, Document, Page
+from docsan.stages import neardup
 from docsan.stages.neardup import NearDuplicates
 from docsan.text.copies import Windows, find_copies
 from docsan.text.passages import cut_spans, find_passages
@@ -246,3 +248,28 @@ def test_every_sentence_stays_once_and_cleaning_twice_is_once(picks: list[list[i
         assert "".join(sentence.split()) in kept
     again = stage(once.document)
     assert again.document.text == once.document.text
+
+
+class _Forgetful(dict):
+    """A dict that keeps nothing: every lookup misses, so each round computes everything again."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=4), min_size=2, max_size=10))
+@example(picks=[[0], [2], [2, 0, 0], [2, 1, 0], [2], [1]])
+def test_what_the_rounds_share_changes_nothing(picks: list[list[int]]) -> None:
+    # The rounds after a cut passage reuse the last one's passages and verify's scores (neardup._Memo); a
+    # stage whose memo forgets everything is the full recomputation, and must give the same result.
+    doc = Document(tuple(Page(1, (Block(" ".join(_SENTENCES[i] for i in pick)),)) for pick in picks))
+    stage = NearDuplicates()
+    shared = stage(doc)
+    with pytest.MonkeyPatch.context() as m:
+        memo = neardup._Memo
+        m.setattr(neardup, "_Memo", lambda: memo(passages=_Forgetful(), scores=_Forgetful()))
+        full = stage(doc)
+    assert shared.document == full.document
+    assert shared.changes == full.changes
+    assert shared.stats == full.stats

@@ -142,6 +142,21 @@ def _union(parts: tuple[Shingled, ...]) -> Shingled:
 
 
 @dataclass(slots=True)
+class _Memo:
+    """What the rounds of one call share (see :meth:`NearDuplicates.__call__`): answers that depend on content alone.
+
+    A round after a cut passage compares nearly the same units as the round
+    before (all but the few it removed or cut), so it meets nearly the same
+    candidate pairs again (irs_i1040nr: 105, 105 and 104 in its three rounds).
+    """
+
+    # The last round's passages, by its running text (see _find_passages).
+    passages: dict[tuple, list[Passage]] = field(default_factory=dict)
+    # verify's score by (unit text, unit parts, earlier shingles): all it reads, so equal keys, equal score.
+    scores: dict[tuple, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class _Pass:
     """What one comparison pass (messages, paragraphs, or passages) found."""
 
@@ -260,12 +275,12 @@ class NearDuplicates:
         # A cut passage can leave behind a paragraph that now repeats another whole (the
         # rest of a block after its copied sentences): another round sees it, so that
         # cleaning twice changes nothing. Each round removes text, so few are needed.
-        seen: dict[tuple, list[Passage]] = {}  # the last round's passages, by its running text
-        result = self._round(doc, seen)
+        memo = _Memo()
+        result = self._round(doc, memo)
         for _ in range(_MAX_ROUNDS - 1):
             if not result.stats.get("passages_cut"):
                 break
-            again = self._round(result.document, seen)
+            again = self._round(result.document, memo)
             if not again.changes:
                 break
             stats = dict(result.stats)
@@ -274,21 +289,23 @@ class NearDuplicates:
             result = StageResult(again.document, result.changes + again.changes, stats)
         return result
 
-    def _round(self, doc: Document, seen: dict[tuple, list[Passage]]) -> StageResult:
+    def _round(self, doc: Document, memo: _Memo) -> StageResult:
         passes = []
         paragraphs = BlockParagraphs(doc)
         sections = find_sections(doc, paragraphs) if self.boilerplate and not doc.is_chat else NO_SECTIONS
         if doc.is_chat and self.messages:
-            passes.append(self._dedupe(self._message_units(doc), doc, "message", sections))
+            passes.append(self._dedupe(self._message_units(doc), doc, "message", sections, memo.scores))
         removed = {key for p in passes for key in p.removed}
-        passes.append(self._dedupe(self._paragraph_units(doc, removed, paragraphs), doc, "paragraph", sections))
+        passes.append(
+            self._dedupe(self._paragraph_units(doc, removed, paragraphs), doc, "paragraph", sections, memo.scores)
+        )
         removed |= passes[-1].removed
         # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
         cut = passes[-1].cut
         spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         if self.spans and not doc.is_chat:
-            protected = passes[-1].protected
-            passes.append(self._cut_passages(doc, paragraphs, removed, cut, protected, sections.headings, seen))
+            protected, headings = passes[-1].protected, sections.headings
+            passes.append(self._cut_passages(doc, paragraphs, removed, cut, protected, headings, memo.passages))
             removed |= passes[-1].removed
             spans = passes[-1].spans
         changes = [c for p in passes for c in p.changes]
@@ -441,10 +458,16 @@ class NearDuplicates:
             removed.add((unit.page, j))  # every paragraph went: the block goes
             del cut[(unit.page, j)]
 
-    def _dedupe(self, units: list[Unit], doc: Document, scale: str, sections: Sections) -> _Pass:
-        """Every unit that duplicates an earlier kept one, compared in document order (boilerplate excepted)."""
+    def _dedupe(
+        self, units: list[Unit], doc: Document, scale: str, sections: Sections, scores: dict[tuple, float] | None = None
+    ) -> _Pass:
+        """Every unit that duplicates an earlier kept one, compared in document order (boilerplate excepted).
+
+        ``scores``: :meth:`verify`'s answers of earlier rounds (see :class:`_Memo`), filled here.
+        """
         found = _Pass()
         stats = found.stats
+        scores = {} if scores is None else scores
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         row, matrix = self.signatures(units)
@@ -454,7 +477,7 @@ class NearDuplicates:
         kept: dict[int, Unit] = {}  # by id: the kept units that have copies
         copies: dict[int, list[tuple[Unit, float]]] = defaultdict(list)  # kept unit (id) -> its copies
         for unit in units:
-            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
+            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact, scores)
             if verified:
                 stats["candidates_verified"] += verified
             if best is None:
@@ -619,6 +642,7 @@ class NearDuplicates:
         index: BandIndex,
         kept: dict[int, Unit],
         exact: dict[str, Unit],
+        scores: dict[tuple, float],
     ) -> tuple[Unit | None, float, int]:
         """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
@@ -629,7 +653,13 @@ class NearDuplicates:
         best, best_score = None, 0.0
         candidates = sorted(index.query(sig_row))
         for key in candidates:
-            score = self.verify(unit, kept[key].sh)
+            earlier = kept[key].sh
+            # What verify reads of the two units: its text and shingles (a function of the text, or of the
+            # parts for a message) and the earlier one's shingles.
+            pair = (unit.text, unit.parts, earlier)
+            score = scores.get(pair)
+            if score is None:
+                score = scores[pair] = self.verify(unit, earlier)
             if score > best_score:
                 best, best_score = kept[key], score
         return best, best_score, len(candidates)
