@@ -273,3 +273,49 @@ def test_what_the_rounds_share_changes_nothing(picks: list[list[int]]) -> None:
     assert shared.document == full.document
     assert shared.changes == full.changes
     assert shared.stats == full.stats
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab .", min_size=20, max_size=60), min_size=1, max_size=3),
+    st.integers(1, 40),
+)
+def test_repeat_within_finds_every_repeated_window(pieces: list[str], distance: int) -> None:
+    seq = codes("".join(pieces))
+    if seq.size < 16:
+        return
+    windows = Windows.of(seq, 16)
+    at = [tuple(seq[k : k + 16]) for k in range(seq.size - 15)]
+    pairs = [(x, y) for x in range(len(at)) for y in range(x + 1, len(at)) if at[x] == at[y]]
+    assert windows.repeat_within() == bool(pairs)
+    assert windows.repeat_within(distance) == any(y - x <= distance for x, y in pairs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=3).map(
+                lambda pick: " ".join(_SENTENCES[i] for i in pick)
+            ),
+            st.text(alphabet="ab 1.", min_size=1, max_size=120),
+            # Periodic data (period 2 to 18) inside prose, which a copy of the prose must leave out.
+            st.tuples(
+                st.sampled_from(_SENTENCES),
+                st.sampled_from(["ab", "12.5 ", "Layoff ", "Layoff Permanent "]),
+                st.integers(2, 12),
+            ).map(lambda t: f"{t[0]} {t[1] * t[2]} {t[0]}"),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_the_searches_skipped_where_no_window_repeats_find_nothing(paragraphs: list[str | None]) -> None:
+    # find_passages skips the copy search where no window repeats and the periodic rule where none repeats
+    # within _PERIODIC positions; told that one always does, it searches everything, and finds the same.
+    found = find_passages(entries(*paragraphs), min_weight=120, piece_weight=40)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Windows, "repeat_within", lambda self, distance=None: True)
+        full = find_passages(entries(*paragraphs), min_weight=120, piece_weight=40)
+    assert found == full
