@@ -261,14 +261,15 @@ class _Forgetful(dict):
 @given(st.lists(st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=4), min_size=2, max_size=10))
 @example(picks=[[0], [2], [2, 0, 0], [2, 1, 0], [2], [1]])
 def test_what_the_rounds_share_changes_nothing(picks: list[list[int]]) -> None:
-    # The rounds after a cut passage reuse the last one's passages and verify's scores (neardup._Memo); a
-    # stage whose memo forgets everything is the full recomputation, and must give the same result.
+    # The rounds after a cut passage reuse the last one's passages, verify's scores and the units of the
+    # pages they left alone (neardup._Memo); a stage whose memo forgets everything is the full
+    # recomputation, and must give the same result.
     doc = Document(tuple(Page(1, (Block(" ".join(_SENTENCES[i] for i in pick)),)) for pick in picks))
     stage = NearDuplicates()
     shared = stage(doc)
     with pytest.MonkeyPatch.context() as m:
         memo = neardup._Memo
-        m.setattr(neardup, "_Memo", lambda: memo(passages=_Forgetful(), scores=_Forgetful()))
+        m.setattr(neardup, "_Memo", lambda: memo(passages=_Forgetful(), scores=_Forgetful(), pages=_Forgetful()))
         full = stage(doc)
     assert shared.document == full.document
     assert shared.changes == full.changes

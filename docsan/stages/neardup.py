@@ -58,7 +58,7 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.geometry import continues_paragraph, right_edges
-from docsan.model import Block, BlockKind, ChangeKind, Document
+from docsan.model import Block, BlockKind, ChangeKind, Document, Page
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text import minhash
 from docsan.text.banding import BandIndex
@@ -146,14 +146,17 @@ class _Memo:
     """What the rounds of one call share (see :meth:`NearDuplicates.__call__`): answers that depend on content alone.
 
     A round after a cut passage compares nearly the same units as the round
-    before (all but the few it removed or cut), so it meets nearly the same
-    candidate pairs again (irs_i1040nr: 105, 105 and 104 in its three rounds).
+    before (all but the few it removed or cut): the pages it left alone have
+    the same units, and it meets nearly the same candidate pairs again
+    (irs_i1040nr: 105, 105 and 104 in its three rounds).
     """
 
     # The last round's passages, by its running text (see _find_passages).
     passages: dict[tuple, list[Passage]] = field(default_factory=dict)
     # verify's score by (unit text, unit parts, earlier shingles): all it reads, so equal keys, equal score.
     scores: dict[tuple, float] = field(default_factory=dict)
+    # The paragraph units of each page by its index, with the Page they were found on (see _paragraph_units).
+    pages: dict[int, tuple[Page, list[Unit]]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -297,7 +300,9 @@ class NearDuplicates:
             passes.append(self._dedupe(self._message_units(doc), doc, "message", sections, memo.scores))
         removed = {key for p in passes for key in p.removed}
         passes.append(
-            self._dedupe(self._paragraph_units(doc, removed, paragraphs), doc, "paragraph", sections, memo.scores)
+            self._dedupe(
+                self._paragraph_units(doc, removed, paragraphs, memo.pages), doc, "paragraph", sections, memo.scores
+            )
         )
         removed |= passes[-1].removed
         # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
@@ -385,25 +390,53 @@ class NearDuplicates:
         return units
 
     def _paragraph_units(
-        self, doc: Document, removed: set[tuple[int, int]], paragraphs: BlockParagraphs | None = None
+        self,
+        doc: Document,
+        removed: set[tuple[int, int]],
+        paragraphs: BlockParagraphs | None = None,
+        pages: dict[int, tuple[Page, list[Unit]]] | None = None,
     ) -> list[Unit]:
+        """The units of every page in reading order, but the ``removed`` blocks'.
+
+        ``pages``: the units of pages met in an earlier round, by page index (see :class:`_Memo`), filled
+        here. A page's units depend on nothing but its own blocks (their texts, kinds and boxes, which
+        decide eligibility, grouping and paragraphs), its index and number, the document's kind and which
+        of its blocks are ``removed``; a round rebuilds only the pages it changed (:meth:`remove` keeps the
+        Page object of the others), so a page that is the same object, none of its blocks removed, has
+        the same units.
+        """
         paragraphs = BlockParagraphs(doc) if paragraphs is None else paragraphs
-        groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
+        touched = {i for i, _ in removed}
+        units: list[Unit] = []
         for i, page in enumerate(doc.pages):
-            group: list[int] = []
-            edges = right_edges(page.blocks) if self.group_lines else {}
-            for j, block in enumerate(page.blocks):
-                if (i, j) in removed or not self._eligible(block):
-                    group = []
-                    continue
-                if not (group and self.group_lines and continues_paragraph(page.blocks[group[-1]], block, edges)):
-                    group = []
-                    groups.append((i, group))
-                group.append(j)
+            known = pages.get(i) if pages is not None and i not in touched else None
+            if known is not None and known[0] is page:
+                units.extend(known[1])
+                continue
+            here = self._page_units(doc, i, removed, paragraphs)
+            if pages is not None and i not in touched:
+                pages[i] = (page, here)
+            units.extend(here)
+        return units
+
+    def _page_units(
+        self, doc: Document, i: int, removed: set[tuple[int, int]], paragraphs: BlockParagraphs
+    ) -> list[Unit]:
+        page = doc.pages[i]
+        groups: list[list[int]] = []  # block indices
+        group: list[int] = []
+        edges = right_edges(page.blocks) if self.group_lines else {}
+        for j, block in enumerate(page.blocks):
+            if (i, j) in removed or not self._eligible(block):
+                group = []
+                continue
+            if not (group and self.group_lines and continues_paragraph(page.blocks[group[-1]], block, edges)):
+                group = []
+                groups.append(group)
+            group.append(j)
         units = []
-        for i, group in groups:
-            page = doc.pages[i]
-            label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
+        label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
+        for group in groups:
             spans = paragraphs[(i, group[0])] if len(group) == 1 else []
             if len(spans) > 1:
                 block_text = page.blocks[group[0]].text
