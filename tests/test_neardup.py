@@ -258,7 +258,7 @@ def test_rounds_on_a_real_document_give_the_full_recomputation(corpus, monkeypat
         doc = stage(doc).document
     shared = stage(doc)
     memo = neardup._Memo
-    monkeypatch.setattr(neardup, "_Memo", lambda: memo(passages=_Forgetful(), scores=_Forgetful(), pages=_Forgetful()))
+    monkeypatch.setattr(neardup, "_Memo", lambda: memo(**{name: _Forgetful() for name in memo.__dataclass_fields__}))
     full = stage(doc)
     assert shared.stats["passages_cut"] and shared.changes
     assert shared.document == full.document

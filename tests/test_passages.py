@@ -257,19 +257,39 @@ class _Forgetful(dict):
         pass
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=4), min_size=2, max_size=10))
-@example(picks=[[0], [2], [2, 0, 0], [2, 1, 0], [2], [1]])
-def test_what_the_rounds_share_changes_nothing(picks: list[list[int]]) -> None:
-    # The rounds after a cut passage reuse the last one's passages, verify's scores and the units of the
-    # pages they left alone (neardup._Memo); a stage whose memo forgets everything is the full
-    # recomputation, and must give the same result.
-    doc = Document(tuple(Page(1, (Block(" ".join(_SENTENCES[i] for i in pick)),)) for pick in picks))
+# A paragraph: sentences; a block: paragraphs (a blank line between them) or a list of short lines; a page:
+# blocks. A round can then cut a paragraph out of a block, or a passage out of several, and leave others.
+_PARAGRAPH = st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=3).map(
+    lambda pick: " ".join(_SENTENCES[i] for i in pick)
+)
+_BLOCK = st.one_of(
+    st.lists(_PARAGRAPH, min_size=1, max_size=3).map("\n\n".join),
+    st.just("Name\nAddress\nPhone"),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_BLOCK, min_size=1, max_size=3), min_size=2, max_size=6))
+@example(
+    pages=[
+        [_SENTENCES[0]],
+        [_SENTENCES[2]],
+        [" ".join(_SENTENCES[i] for i in (2, 0, 0))],
+        [" ".join(_SENTENCES[i] for i in (2, 1, 0))],
+        [_SENTENCES[2]],
+        [_SENTENCES[1]],
+    ]
+)
+def test_what_the_rounds_share_changes_nothing(pages: list[list[str]]) -> None:
+    # The rounds after a cut passage reuse the last one's passages, verify's scores, the units of the
+    # pages they left alone and the facts of unchanged block texts (neardup._Memo); a stage whose memo
+    # forgets everything is the full recomputation, and must give the same result.
+    doc = Document(tuple(Page(n, tuple(map(Block, blocks))) for n, blocks in enumerate(pages, 1)))
     stage = NearDuplicates()
     shared = stage(doc)
     with pytest.MonkeyPatch.context() as m:
         memo = neardup._Memo
-        m.setattr(neardup, "_Memo", lambda: memo(passages=_Forgetful(), scores=_Forgetful(), pages=_Forgetful()))
+        m.setattr(neardup, "_Memo", lambda: memo(**{name: _Forgetful() for name in memo.__dataclass_fields__}))
         full = stage(doc)
     assert shared.document == full.document
     assert shared.changes == full.changes

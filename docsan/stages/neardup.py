@@ -157,6 +157,9 @@ class _Memo:
     scores: dict[tuple, float] = field(default_factory=dict)
     # The paragraph units of each page by its index, with the Page they were found on (see _paragraph_units).
     pages: dict[int, tuple[Page, list[Unit]]] = field(default_factory=dict)
+    # Facts of a block's text alone, by the text: its paragraph spans (BlockParagraphs) and is_short_lines.
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    short_lines: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -294,7 +297,7 @@ class NearDuplicates:
 
     def _round(self, doc: Document, memo: _Memo) -> StageResult:
         passes = []
-        paragraphs = BlockParagraphs(doc)
+        paragraphs = BlockParagraphs(doc, memo.spans)
         sections = find_sections(doc, paragraphs) if self.boilerplate and not doc.is_chat else NO_SECTIONS
         if doc.is_chat and self.messages:
             passes.append(self._dedupe(self._message_units(doc), doc, "message", sections, memo.scores))
@@ -310,7 +313,7 @@ class NearDuplicates:
         spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         if self.spans and not doc.is_chat:
             protected, headings = passes[-1].protected, sections.headings
-            passes.append(self._cut_passages(doc, paragraphs, removed, cut, protected, headings, memo.passages))
+            passes.append(self._cut_passages(doc, paragraphs, removed, cut, protected, headings, memo))
             removed |= passes[-1].removed
             spans = passes[-1].spans
         changes = [c for p in passes for c in p.changes]
@@ -598,7 +601,7 @@ class NearDuplicates:
         cut: dict[tuple[int, int], set[int]],
         protected: set[_Para],
         headings: frozenset[tuple[int, int]],
-        seen: dict[tuple, list[Passage]],
+        memo: _Memo,
     ) -> _Pass:
         """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``cut`` paragraphs).
 
@@ -608,7 +611,7 @@ class NearDuplicates:
         structure. The paragraphs kept as boilerplate, and the headings that
         open a section (``headings``), can be what a copy repeats, but are
         never cut: a title cut would merge its section into the one before,
-        whose boilerplate would then look twice there. ``seen``: see :func:`_find_passages`.
+        whose boilerplate would then look twice there. ``memo``: what the rounds share (:class:`_Memo`).
         """
         found = _Pass()
         entries: list[Entry] = []
@@ -616,7 +619,10 @@ class NearDuplicates:
             for j, block in enumerate(page.blocks):
                 if (i, j) in removed:
                     continue
-                if (block.kind is BlockKind.TABLE and self.exempt_tables) or is_short_lines(block.text):
+                short = memo.short_lines.get(block.text)
+                if short is None:
+                    short = memo.short_lines[block.text] = is_short_lines(block.text)
+                if (block.kind is BlockKind.TABLE and self.exempt_tables) or short:
                     entries.append(((i, j), None, 0, False))
                     continue
                 gone = cut.get((i, j), set())
@@ -624,7 +630,7 @@ class NearDuplicates:
                     if k not in gone:
                         keep = (i, j, k) in protected or (i, j, None) in protected or (i, j) in headings
                         entries.append(((i, j), block.text[lo:hi], lo, keep))
-        passages = _find_passages(entries, seen, min_weight=self.min_span_chars, piece_weight=self.min_chars)
+        passages = _find_passages(entries, memo.passages, min_weight=self.min_span_chars, piece_weight=self.min_chars)
         if self.exempt_headings:
             # A heading repeated on its own is a heading (as in the paragraph pass); inside a copy it goes with it.
             heading = {
