@@ -17,6 +17,7 @@ from docsan.pipeline import Pipeline
 from docsan.stages import build_stage, neardup
 from docsan.stages.neardup import NearDuplicates
 from docsan.text.shingles import shingle
+from tests.test_passages import forgetful_memo
 
 STAGE = NearDuplicates()
 PARAGRAPHS = NearDuplicates(spans=False)
@@ -239,13 +240,6 @@ def test_properties(picks: list[list[int]]) -> None:
     assert _texts(PARAGRAPHS(result.document).document) == out  # twice = once
 
 
-class _Forgetful(dict):
-    """A dict that keeps nothing: every lookup misses."""
-
-    def __setitem__(self, key: object, value: object) -> None:
-        pass
-
-
 def test_rounds_on_a_real_document_give_the_full_recomputation(corpus, monkeypatch) -> None:
     # fedreg_2020-17221 takes two rounds (a passage was cut, so the stage looks again): the second reuses
     # the first one's units, scores and passages (neardup._Memo), and must find what a stage that
@@ -257,8 +251,7 @@ def test_rounds_on_a_real_document_give_the_full_recomputation(corpus, monkeypat
             break
         doc = stage(doc).document
     shared = stage(doc)
-    memo = neardup._Memo
-    monkeypatch.setattr(neardup, "_Memo", lambda: memo(**{name: _Forgetful() for name in memo.__dataclass_fields__}))
+    monkeypatch.setattr(neardup, "_Memo", forgetful_memo)
     full = stage(doc)
     assert shared.stats["passages_cut"] and shared.changes
     assert shared.document == full.document

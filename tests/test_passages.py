@@ -251,10 +251,19 @@ def test_every_sentence_stays_once_and_cleaning_twice_is_once(picks: list[list[i
 
 
 class _Forgetful(dict):
-    """A dict that keeps nothing: every lookup misses, so each round computes everything again."""
+    """A dict that keeps nothing: every lookup misses."""
 
     def __setitem__(self, key: object, value: object) -> None:
         pass
+
+
+_MEMO = neardup._Memo
+
+
+def forgetful_memo() -> neardup._Memo:
+    """What neardup's rounds share, keeping nothing: put in place of ``neardup._Memo``, every round
+    computes everything again (the full recomputation)."""
+    return _MEMO(**{name: _Forgetful() for name in _MEMO.__dataclass_fields__})
 
 
 # A paragraph: sentences; a block: paragraphs (a blank line between them) or a list of short lines; a page:
@@ -288,8 +297,7 @@ def test_what_the_rounds_share_changes_nothing(pages: list[list[str]]) -> None:
     stage = NearDuplicates()
     shared = stage(doc)
     with pytest.MonkeyPatch.context() as m:
-        memo = neardup._Memo
-        m.setattr(neardup, "_Memo", lambda: memo(**{name: _Forgetful() for name in memo.__dataclass_fields__}))
+        m.setattr(neardup, "_Memo", forgetful_memo)
         full = stage(doc)
     assert shared.document == full.document
     assert shared.changes == full.changes
