@@ -631,7 +631,7 @@ class NearDuplicates:
                         keep = (i, j, k) in protected or (i, j, None) in protected or (i, j) in headings
                         entries.append(((i, j), block.text[lo:hi], lo, keep))
         passages = _find_passages(entries, memo.passages, min_weight=self.min_span_chars, piece_weight=self.min_chars)
-        if self.exempt_headings and passages:
+        if self.exempt_headings:
             # A heading repeated on its own is a heading (as in the paragraph pass); inside a copy it goes with it.
             heading = {
                 (i, j) for i, p in enumerate(doc.pages) for j, b in enumerate(p.blocks) if b.kind is BlockKind.HEADING
