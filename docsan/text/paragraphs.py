@@ -90,10 +90,4 @@ def is_short_lines(text: str) -> bool:
     if "\n" not in text:  # most blocks once reflow has joined their lines: no copy of the text to split
         return False
     lines = text.strip().split("\n")
-    if len(lines) < 2:
-        return False
-    # A line's display width is at least its length, and equal to it in ASCII: most blocks (prose with a
-    # paragraph break, ASCII forms) are answered without counting wide characters line by line.
-    if max(map(len, map(str.strip, lines))) >= SHORT_LINE:
-        return False
-    return text.isascii() or all(display_width(line.strip()) < SHORT_LINE for line in lines)
+    return len(lines) > 1 and all(display_width(line.strip()) < SHORT_LINE for line in lines)
