@@ -91,6 +91,11 @@ class TextBox:
 
     @classmethod
     def of(cls, lines: Sequence[Line]) -> TextBox | None:
+        if len(lines) == 1:
+            # A box of one line (about half of them): the line's own text, box and size, no tallies.
+            ln = lines[0]
+            n = len(ln.text.strip())
+            return cls((ln,), ln.size, ln.bbox, n, ln.text) if n else None
         # One pass over the lines: this runs for every block of every page.
         kept = []
         sizes: dict[float, int] = {}
@@ -270,6 +275,16 @@ def read_page(
         hidden: list[Line] = []
         for line in b["lines"]:
             spans = line["spans"]
+            if len(spans) == 1:
+                s = spans[0]
+                # Most lines are one span drawn visibly in a colour that is not white: the general
+                # loop below would reach the same line (MuPDF's box, the span's text and size).
+                if s.get("alpha", 255) and s.get("char_flags", _FILLED) & _DRAWN and not _is_white(s["color"]):
+                    bbox = tuple(line["bbox"])
+                    if keep_spans:
+                        out.spans.append(Span(s["text"], tuple(s["bbox"]), (bbox[1] + bbox[3]) / 2))  # type: ignore[arg-type]
+                    shown.append(Line(s["text"], bbox, round(s["size"], 1)))  # type: ignore[arg-type]
+                    continue
             vis_spans = []
             # Most lines have no hidden or white text: no lists for them.
             hid_spans: list[dict] | None = None
