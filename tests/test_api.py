@@ -127,3 +127,21 @@ def test_every_public_name_is_reached_from_the_package_and_its_module_loads_on_f
     probe = "import sys, docsan; print(sorted(m for m in docsan._HOMES if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_budget_package_names_load_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    import docsan.budget
+
+    homes = home_of(docsan.budget._HOMES)
+    assert set(homes) == set(docsan.budget.__all__)
+    for name in docsan.budget.__all__:
+        assert name in dir(docsan.budget)
+        assert getattr(docsan.budget, name) is getattr(sys.modules[homes[name]], name)
+    # What `docsan clean` reads of it (the template markers) does not import the ranking, truncation or chat trim.
+    probe = "import sys, docsan.budget.template_markers; print(sorted(m for m in {!r} if m in sys.modules))"
+    heavy = ("docsan.budget.chat_trim", "docsan.budget.truncate", "docsan.budget.rank", "docsan.budget.segment")
+    out = subprocess.run([sys.executable, "-c", probe.format(heavy)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
