@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from docsan.batch import expand_inputs, render_output
 from docsan.budget.tokenizer import Tokenizer
@@ -33,6 +32,7 @@ from .common import (
     template_marker_options,
 )
 from .exit_codes import ExitCode
+from .progress import document_progress
 from .summary import Summary
 
 OutputChoice = choices("OutputChoice", OutputFormat)
@@ -278,27 +278,12 @@ def clean(
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
     failed = partial = 0
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[pages]} pages"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not (several and err_console.is_terminal),
-        # No refresh thread: worker processes are forked while the bar is up, and a fork must not
-        # copy a thread holding the console's lock. The bar redraws at each finished document.
-        auto_refresh=False,
-    )
     done = pages_done = 0
-    with progress:
-        task = progress.add_task("cleaning", total=len(inputs), pages=0)
+    with document_progress(err_console, len(inputs), shown=several and err_console.is_terminal) as advance:
         for outcome in outcomes:
             done += 1
             pages_done += len(outcome.result.original.pages) if outcome.result is not None else 0
-            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1, pages=pages_done)
-            progress.refresh()
+            advance(outcome.source.name, pages_done)
             if outcome.result is None:
                 failed += 1
                 if summary is not None:
