@@ -15,7 +15,6 @@ from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.config.token_budget import MIN_BUDGET_TOKENS
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.collector import tune_for_batch
-from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.pipeline import CleanResult
 from docsan.render import OutputFormat, dumps
@@ -264,6 +263,9 @@ def clean(
         if target is not None and not _is_stdout(target):
             _check_writable(target, flag)
     if corpus_dedupe:
+        # The corpus index (SQLite, document hashes) is imported for this flag only.
+        from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
+
         if index is None and not several:
             fail("--corpus-dedupe on one input needs --index PATH (the corpus it joins)", ExitCode.USAGE)
         location = index if index is not None else str(output / "docsan-index.sqlite")  # type: ignore[operator]
@@ -294,7 +296,8 @@ def clean(
                     break
                 continue
             result = outcome.result
-            for finding in result.report.with_code(DUPLICATE_DOCUMENT):
+            # A document already in the corpus index (only corpus dedupe finds one) is said where a person looks.
+            for finding in result.report.with_code(DUPLICATE_DOCUMENT) if corpus_dedupe else ():
                 err_console.print(f"docsan: {outcome.source}: {finding.reason}", markup=False, highlight=False)
             text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
             try:

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from cli.main import app
 
 ROOT = Path(__file__).resolve().parent.parent
-# What only the other commands need: their modules, the runner, the chunker, the schemas, the TOML writer, and
-# the budget's ranking and trimming (clean without --budget neither ranks nor trims).
+# What only the other commands need: their modules, the runner, the chunker, the schemas, the TOML writer; and what
+# only flags not given here need: the budget's ranking and trimming (--budget), the corpus index (--corpus-dedupe).
 OTHERS = (
     "cli.ask",
     "cli.chunk",
@@ -33,11 +33,13 @@ OTHERS = (
     "docsan.budget.chat_trim",
     "docsan.budget.truncate",
     "docsan.budget.rank",
+    "docsan.corpus.dedupe",
+    "docsan.corpus.index",
 )
 ORDER = ["clean", "chunk", "ask", "plan", "config", "schema", "serve", "queue"]
 
 
-def test_a_clean_process_imports_no_other_command(fixtures_dir: Path, tmp_path: Path) -> None:
+def test_a_clean_process_imports_no_other_command_nor_what_its_flags_not_given_need(fixtures_dir: Path, tmp_path: Path) -> None:
     probe = (
         "import sys\nfrom cli.main import app\n"
         "try:\n    app(sys.argv[1:])\nexcept SystemExit as end:\n    assert not end.code, end.code\n"
