@@ -39,7 +39,7 @@ OTHERS = (
 ORDER = ["clean", "chunk", "ask", "plan", "config", "schema", "serve", "queue"]
 
 
-def test_a_clean_process_imports_no_other_command_nor_what_its_flags_not_given_need(fixtures_dir: Path, tmp_path: Path) -> None:
+def test_clean_imports_no_other_command_nor_what_flags_not_given_need(fixtures_dir: Path, tmp_path: Path) -> None:
     probe = (
         "import sys\nfrom cli.main import app\n"
         "try:\n    app(sys.argv[1:])\nexcept SystemExit as end:\n    assert not end.code, end.code\n"
