@@ -4,6 +4,7 @@ redis-server that can be stopped and started again."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -87,15 +88,20 @@ def tiers_toml(url: str, names: tuple[str, ...] = ("t4", "a10g", "a100"), extra:
 def run_uvicorn(app: Any, *, send_buffer: int | None = None) -> Iterator[str]:
     """``app`` served by a real uvicorn on a free loopback port, in a thread; yields its base URL.
 
-    ``send_buffer``: the kernel send buffer (bytes) of the listening socket, which accepted connections inherit:
-    small, a client that does not read blocks the server's writes after a few kilobytes instead of megabytes.
+    ``send_buffer``: the kernel send buffer (bytes) of the listening socket, which accepted connections inherit;
+    with it each connection's event-loop write buffer holds nothing past what the kernel takes (its high-water
+    mark, 64 KiB by default, was most of what a client that does not read had to fill: about 350 tokens of a
+    vLLM stream, minutes of generation on busy cores). Small, the server's writes wait after a few kilobytes.
     """
     sock = socket.socket()
+    http: Any = "auto"
     if send_buffer is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+        http = _unbuffered_writes()
     sock.bind(("127.0.0.1", 0))
     # A short graceful shutdown: a test's server must not wait on a client that will never come back.
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5))
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, http=http)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -109,6 +115,18 @@ def run_uvicorn(app: Any, *, send_buffer: int | None = None) -> Iterator[str]:
         server.should_exit = True
         thread.join(30)
         sock.close()
+
+
+def _unbuffered_writes() -> type[asyncio.Protocol]:
+    """uvicorn's own HTTP protocol, with each connection's writes paused as soon as the kernel's buffer is full."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class SmallWriteBuffer(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            transport.set_write_buffer_limits(high=0)
+
+    return SmallWriteBuffer
 
 
 class RecordingProxy:

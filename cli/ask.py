@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from docsan.config.token_budget import MIN_BUDGET_TOKENS
 from docsan.errors import ConfigError, DocsanError
 
 from .common import (
@@ -19,6 +18,7 @@ from .common import (
     JsonAlias,
     TemplateMarkersOption,
     TextOrJson,
+    budget_option,
     err_console,
     fail,
     get_config,
@@ -41,7 +41,9 @@ def ask(
     budget: Annotated[
         int | None,
         typer.Option(
-            "--budget", min=MIN_BUDGET_TOKENS, help="Prompt token budget (chat template included); trims the document."
+            "--budget",
+            callback=budget_option,
+            help="Prompt token budget (chat template included); trims the document.",
         ),
     ] = None,
     max_tokens: Annotated[

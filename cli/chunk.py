@@ -11,12 +11,14 @@ import typer
 
 from docsan.batch import clean_inputs, expand_inputs
 from docsan.budget.tokenizer import Tokenizer
-from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
+from docsan.chunking import DEFAULT_CHUNK_TOKENS, iter_chunks
 from docsan.config import Config
 from docsan.errors import DocsanError
 
-from .common import ConfigOption, error_line, fail, get_config, say_skipped
+from .common import ConfigOption, err_console, error_line, fail, get_config, say_skipped
 from .exit_codes import ExitCode
+
+DEPRECATED_MAX_TOKENS = "docsan: warning: chunk --max-tokens is deprecated, use --chunk-tokens (the same number)"
 
 
 def chunk(
@@ -26,9 +28,20 @@ def chunk(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="JSONL file to write ('-' or none: standard output).")
     ] = None,
-    max_tokens: Annotated[
-        int, typer.Option("--max-tokens", min=8, help="Largest chunk, in tokens of the served model (exact count).")
-    ] = DEFAULT_MAX_TOKENS,
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--chunk-tokens",
+            min=8,
+            show_default=False,
+            help=f"Largest chunk, in tokens of the served model (exact count; default {DEFAULT_CHUNK_TOKENS}).",
+        ),
+    ] = None,
+    # The older name: in `ask` --max-tokens is the answer's length, so here it is kept working, unlisted, with a
+    # deprecation line.
+    max_tokens_alias: Annotated[
+        int | None, typer.Option("--max-tokens", min=8, hidden=True, help="The same as --chunk-tokens (deprecated).")
+    ] = None,
     overlap: Annotated[
         int, typer.Option("--overlap", min=0, help="Start each chunk with up to N tokens of whole sentences before it.")
     ] = 0,
@@ -43,8 +56,13 @@ def chunk(
     Each line holds text, num_tokens, page_numbers, headings, source and a stable id;
     `docsan schema chunk` describes it. The served model's control tokens are escaped.
     """
-    if overlap >= max_tokens:
-        fail(f"--overlap ({overlap}) must be below --max-tokens ({max_tokens})", ExitCode.USAGE)
+    if max_tokens_alias is not None:
+        if chunk_tokens is not None:
+            fail("--max-tokens is the old name of --chunk-tokens: give one of them", ExitCode.USAGE)
+        err_console.print(DEPRECATED_MAX_TOKENS, highlight=False, markup=False)
+    limit = chunk_tokens or max_tokens_alias or DEFAULT_CHUNK_TOKENS  # both at least 8 when given
+    if overlap >= limit:
+        fail(f"--overlap ({overlap}) must be below --chunk-tokens ({limit})", ExitCode.USAGE)
     config = get_config(config_file)
     try:
         tok = Tokenizer.load(tokenizer)
@@ -67,7 +85,7 @@ def chunk(
                 failed += 1
                 error_line(outcome.error or f"{outcome.source}: failed")
                 continue
-            chunks = iter_chunks(outcome.result, max_tokens, overlap=overlap, tokenizer=tok)
+            chunks = iter_chunks(outcome.result, limit, overlap=overlap, tokenizer=tok)
             out.write("".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks))
     finally:
         if out is not sys.stdout:

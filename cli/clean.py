@@ -12,7 +12,6 @@ import typer
 from docsan.batch import expand_inputs, render_output
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
-from docsan.config.token_budget import MIN_BUDGET_TOKENS
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.collector import tune_for_batch
 from docsan.errors import DocsanError
@@ -22,6 +21,7 @@ from docsan.render import OutputFormat, dumps
 from .common import (
     ConfigOption,
     TemplateMarkersOption,
+    budget_option,
     choices,
     err_console,
     error_line,
@@ -99,7 +99,7 @@ def clean(
     config_file: ConfigOption = None,
     budget: Annotated[
         int | None,
-        typer.Option("--budget", min=MIN_BUDGET_TOKENS, help="Keep at most N tokens (exact count), whole paragraphs."),
+        typer.Option("--budget", callback=budget_option, help="Keep at most N tokens (exact count), whole paragraphs."),
     ] = None,
     query: Annotated[
         str | None, typer.Option("--query", help="With --budget: keep the paragraphs most relevant to this question.")

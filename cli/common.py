@@ -14,6 +14,7 @@ from rich.markup import escape
 from docsan.budget.template_markers import TEMPLATE_MARKERS, check_families
 from docsan.config import Config, load_config
 from docsan.config.runner import BackendName
+from docsan.config.token_budget import valid_budget
 from docsan.errors import DocsanError
 
 from .exit_codes import ExitCode
@@ -48,6 +49,19 @@ def template_marker_options(value: str | None) -> dict[str, dict[str, Any]]:
     except ValueError as err:
         fail(f"--template-markers: {err}", ExitCode.USAGE)
     return {"special_tokens": {"template_markers": list(families)}}
+
+
+def budget_option(value: int | None) -> int | None:
+    """The callback of every --budget: the one rule of a budget (docsan/config/token_budget.py), in its words.
+
+    Checked here, not by Typer's ``min``: Typer words that as pydantic's "greater than or equal to 1", in a box.
+    """
+    if value is not None:
+        try:
+            valid_budget(value)
+        except ValueError as err:
+            fail(f"--budget: {err}", ExitCode.USAGE)
+    return value
 
 
 def choices(name: str, literal: Any) -> type[StrEnum]:

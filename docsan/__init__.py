@@ -8,7 +8,7 @@ Typical use::
     print(result.text)                 # the cleaned text
     for change in result.report.changes:
         print(change.code, change.kind, change.reason, change.text[:40])
-    for piece in docsan.chunk(result, max_tokens=512):
+    for piece in docsan.chunk(result, chunk_tokens=512):
         print(piece.num_tokens, piece.page_numbers, piece.headings)
 
     for outcome in docsan.clean_files(paths, jobs=4):   # worker processes, as they finish

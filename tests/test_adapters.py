@@ -26,7 +26,7 @@ def tok() -> Tokenizer:
 
 
 def test_loader_is_a_lazy_base_loader_with_chunk_metadata(fixtures_dir: Path, tok: Tokenizer) -> None:
-    loader = DocsanLoader([fixtures_dir / "bilingual_report.pdf", fixtures_dir / "noisy_upload.txt"], max_tokens=64)
+    loader = DocsanLoader([fixtures_dir / "bilingual_report.pdf", fixtures_dir / "noisy_upload.txt"], chunk_tokens=64)
     assert isinstance(loader, BaseLoader)
     lazy = loader.lazy_load()
     first = next(lazy)
@@ -67,13 +67,13 @@ def test_transformer_sanitizes_existing_documents_and_keeps_metadata() -> None:
 
 def test_transformer_can_also_chunk(tok: Tokenizer) -> None:
     long = " ".join(f"Sentence {i} is about the budget." for i in range(80))
-    out = DocsanTransformer(max_tokens=40).transform_documents([lc_documents.Document(page_content=long)])
+    out = DocsanTransformer(chunk_tokens=40).transform_documents([lc_documents.Document(page_content=long)])
     assert len(out) > 5
     assert all(d.metadata["num_tokens"] == tok.count(d.page_content) <= 40 for d in out)
 
 
 def test_llamaindex_reader_gives_documents_per_chunk(fixtures_dir: Path, tok: Tokenizer) -> None:
-    docs = DocsanReader(max_tokens=64).load_data(fixtures_dir / "bilingual_report.pdf")
+    docs = DocsanReader(chunk_tokens=64).load_data(fixtures_dir / "bilingual_report.pdf")
     expected = docsan.chunk(docsan.clean_file(fixtures_dir / "bilingual_report.pdf"), 64)
     assert all(isinstance(d, li_schema.Document) for d in docs)
     assert [d.text for d in docs] == [c.text for c in expected]
@@ -86,7 +86,7 @@ def test_llamaindex_reader_gives_documents_per_chunk(fixtures_dir: Path, tok: To
 def test_llamaindex_node_parser_sanitizes_and_chunks(tok: Tokenizer) -> None:
     long = HIDDEN + "\n\n" + " ".join(f"Item {i} was shipped on time." for i in range(60))
     parent = li_schema.Document(text=long, metadata={"source": "kb/7"})
-    nodes = DocsanNodeParser(max_tokens=48).get_nodes_from_documents([parent])
+    nodes = DocsanNodeParser(chunk_tokens=48).get_nodes_from_documents([parent])
     assert len(nodes) > 3
     for node in nodes:
         assert isinstance(node, li_schema.TextNode)
@@ -94,3 +94,32 @@ def test_llamaindex_node_parser_sanitizes_and_chunks(tok: Tokenizer) -> None:
         assert node.metadata["source"] == "kb/7"
         assert node.ref_doc_id == parent.doc_id
     assert len({n.node_id for n in nodes}) == len(nodes)
+
+
+def test_max_tokens_is_the_deprecated_older_name_of_chunk_tokens(fixtures_dir: Path, tok: Tokenizer) -> None:
+    """``max_tokens`` is the answer's length in the runner and the gateway; chunking says ``chunk_tokens``."""
+    pdf = fixtures_dir / "bilingual_report.pdf"
+    result = docsan.clean_file(pdf)
+    new = [c.text for c in docsan.chunk(result, chunk_tokens=48, tokenizer=tok)]
+    assert len(new) > 1
+    with pytest.warns(DeprecationWarning, match=r"^chunk: max_tokens is deprecated, use chunk_tokens"):
+        assert [c.text for c in docsan.chunk(result, max_tokens=48, tokenizer=tok)] == new
+    with pytest.raises(docsan.ConfigError, match="give one of them"):
+        docsan.chunk(result, 48, max_tokens=48, tokenizer=tok)
+    with pytest.warns(DeprecationWarning, match="^DocsanLoader: max_tokens"):
+        assert [d.page_content for d in DocsanLoader(pdf, max_tokens=48).load()] == new
+    with pytest.warns(DeprecationWarning, match="^DocsanReader: max_tokens"):
+        assert [d.text for d in DocsanReader(max_tokens=48).load_data(pdf)] == new
+    text = lc_documents.Document(page_content=result.text)
+    with pytest.warns(DeprecationWarning, match="^DocsanTransformer: max_tokens"):
+        old = DocsanTransformer(max_tokens=48).transform_documents([text])
+    assert [d.page_content for d in old] == [
+        d.page_content for d in DocsanTransformer(chunk_tokens=48).transform_documents([text])
+    ]
+    parent = li_schema.Document(text=result.text)
+    with pytest.warns(DeprecationWarning, match="^DocsanNodeParser: max_tokens"):
+        parser = DocsanNodeParser(max_tokens=48)
+    assert parser.chunk_tokens == 48
+    assert [n.text for n in parser.get_nodes_from_documents([parent])] == [
+        n.text for n in DocsanNodeParser(chunk_tokens=48).get_nodes_from_documents([parent])
+    ]

@@ -134,3 +134,27 @@ def test_toml_config_drives_the_stages(tok: Tokenizer) -> None:
     assert "<｜User｜>" not in result.text and "Paragraph 0" in result.text and "Paragraph 29" in result.text
     assert result.report.stage("special_tokens").stats["tokens_neutralised"] == 30
     assert result.report.stage("budget").stats["tokens"] <= 40
+
+
+def test_a_budget_below_one_is_refused_in_the_same_words_everywhere(tmp_path: Path, fixtures_dir: Path) -> None:
+    """The library, the configuration file and the CLI all apply docsan/config/token_budget.py's rule, in its words."""
+    from pydantic import ValidationError
+
+    from docsan import Config, ConfigError, clean_file
+    from docsan.stages.budget import Budget
+
+    words = "must be at least 1 token, got 0 (leave it out for no budget)"
+    src = fixtures_dir / "noisy_upload.txt"
+    with pytest.raises(ValidationError) as direct:
+        Budget(budget=0)
+    assert direct.value.errors()[0]["msg"] == f"Value error, {words}"
+    with pytest.raises(ConfigError) as library:
+        clean_file(src, Config().with_budget(0))
+    assert str(library.value) == f"stage 'budget': bad option budget: {words}"
+    toml = tmp_path / "budget.toml"
+    toml.write_text('stages = ["normalize", "budget"]\n\n[budget]\nbudget = 0\n', encoding="utf-8")
+    code, output = clean(str(src), "--config", str(toml))
+    assert code == 2 and output == f"docsan: error: stage 'budget': bad option budget: {words}\n"
+    for command in (["clean", str(src), "--budget", "0"], ["ask", str(src), "why?", "--dry-run", "--budget", "0"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2 and result.stderr == f"docsan: error: --budget: {words}\n", result.output

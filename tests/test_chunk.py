@@ -208,7 +208,7 @@ def test_ids_are_stable_and_depend_on_source_and_position(tok: Tokenizer) -> Non
     assert set(first).isdisjoint(c.id for c in chunk(renamed, 32, tokenizer=tok))
 
 
-@pytest.mark.parametrize(("limit", "overlap", "problem"), [(4, 0, "at least 8"), (64, 64, "below max_tokens")])
+@pytest.mark.parametrize(("limit", "overlap", "problem"), [(4, 0, "at least 8"), (64, 64, "below chunk_tokens")])
 def test_bad_limits_are_config_errors(limit: int, overlap: int, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
         chunk(doc_of(Block("x")), limit, overlap=overlap)
@@ -259,7 +259,7 @@ def test_corpus_chunks_are_within_the_limit(
 def test_chunk_command_writes_jsonl_that_matches_the_schema(fixtures_dir: Path, tmp_path: Path, tok) -> None:
     out = tmp_path / "chunks.jsonl"
     args = ["chunk", str(fixtures_dir / "bilingual_report.pdf"), str(fixtures_dir / "noisy_upload.txt")]
-    result = CliRunner().invoke(app, [*args, "--max-tokens", "48", "-o", str(out)])
+    result = CliRunner().invoke(app, [*args, "--chunk-tokens", "48", "-o", str(out)])
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     validator = jsonschema.Draft202012Validator(json_schema("chunk"))
@@ -267,6 +267,24 @@ def test_chunk_command_writes_jsonl_that_matches_the_schema(fixtures_dir: Path, 
         validator.validate(line)
         assert line["num_tokens"] == tok.count(line["text"]) <= 48
     assert {Path(line["source"]).name for line in lines} == {"bilingual_report.pdf", "noisy_upload.txt"}
+
+
+def test_chunk_max_tokens_is_a_deprecated_hidden_alias_of_chunk_tokens(fixtures_dir: Path) -> None:
+    # In `ask`, --max-tokens is the answer's length; in `chunk` it was the chunk size. The old spelling still works.
+    src = str(fixtures_dir / "noisy_upload.txt")
+    runner = CliRunner()
+    new = runner.invoke(app, ["chunk", src, "--chunk-tokens", "24"])
+    old = runner.invoke(app, ["chunk", src, "--max-tokens", "24"])
+    assert new.exit_code == old.exit_code == 0, old.output
+    assert old.stdout == new.stdout and len(new.stdout.splitlines()) > 1  # the same chunks, more than one
+    assert new.stderr == ""
+    assert old.stderr == "docsan: warning: chunk --max-tokens is deprecated, use --chunk-tokens (the same number)\n"
+    both = runner.invoke(app, ["chunk", src, "--chunk-tokens", "24", "--max-tokens", "24"])
+    assert both.exit_code == 2 and "give one of them" in both.stderr
+    overlap = runner.invoke(app, ["chunk", src, "--max-tokens", "24", "--overlap", "24"])
+    assert overlap.exit_code == 2 and "must be below --chunk-tokens (24)" in overlap.stderr
+    shown = runner.invoke(app, ["chunk", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "--chunk-tokens" in shown and "--max-tokens" not in shown
 
 
 def test_chunk_command_escapes_control_tokens(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import hostile_dir
 from docsan.config import ExtractConfig
 from docsan.extract import load
 from docsan.extract.pdf import load_pdf
@@ -168,6 +169,36 @@ def test_quality_scores_real_text_and_junk() -> None:
     ],
 )
 def test_token_verdicts(token: str, units: tuple[int, int, int]) -> None:
+    assert assess(token) == Quality(*units)
+
+
+def test_halfwidth_kana_are_unknown_units_and_the_rest_of_the_token_is_judged_alone() -> None:
+    """The encoding detector's cp932 reading of a real file: its stray 0xB0 byte reads as U+FF70.
+
+    U+FF70 (the half-width prolonged sound mark) is script Common, not Katakana: it was counted as
+    half-width kana but not as a syllable, which gave the token -1 good units and judged the mark
+    together with the Latin text after it (two scripts in one word: bad).
+    """
+    hostile = hostile_dir()
+    if hostile is None:
+        pytest.skip("shared hostile inputs not found")
+    text = (hostile / "text" / "pymupdf_markdown_bad_unicode.md").read_bytes().decode("cp932")
+    tokens = [t for t in text.split() if "\uff70" in t]
+    assert tokens == ["\uff70C**|**min**|**max**|**avg**|"]
+    assert assess(tokens[0]) == Quality(1, 1, 0)
+    for token in text.split():
+        assert min(assess(token).good, assess(token).unknown, assess(token).bad) >= 0, token
+
+
+@pytest.mark.parametrize(
+    ("token", "units"),
+    [
+        ("\uff70\uff70", (0, 2, 0)),  # the marks alone: one unit each, never a negative count
+        ("\uff76\uff9e", (0, 2, 0)),  # half-width KA and its voicing mark (U+FF9E, script Common)
+        ("\u30ab\u30fc", (2, 0, 0)),  # full-width KA and the prolonged sound mark: everyday kana
+    ],
+)
+def test_kana_units(token: str, units: tuple[int, int, int]) -> None:
     assert assess(token) == Quality(*units)
 
 

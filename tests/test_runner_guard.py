@@ -230,4 +230,33 @@ def test_a_budget_the_prompt_template_fills_alone_is_a_bad_argument(tmp_path: Pa
         budget, least, template = map(int, found.groups())
         assert budget == 5 and least == template + 5 and template > 5
     assert runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", str(least - 1)]).exit_code == 2
-    assert runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", str(least)]).exit_code == 0
+    # At the least it names, the template's check passes (this document's paragraphs are the next test's).
+    passed = runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", str(least)])
+    assert BUDGET_TOO_SMALL.fullmatch(passed.stderr.rstrip("\n")) is None, passed.stderr
+
+
+NO_ROOM = re.compile(
+    r"docsan: error: (.+): budget (\d+) tokens leaves no room for any of the document; the least that keeps some "
+    r"of it is (\d+) \(the chat template and the question: (\d+), the joins: 4\)"
+)
+
+
+def test_a_budget_that_leaves_no_room_for_any_paragraph_is_a_bad_argument_naming_the_least(tmp_path: Path) -> None:
+    # Just above the template's own minimum, the README's fixture has no paragraph (nor a sentence or token
+    # after its heading) that fits: the model would get the question alone. Exit 2, one line, like --budget 5.
+    runner = CliRunner()
+    template = runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", "5"])
+    floor = int(BUDGET_TOO_SMALL.fullmatch(template.stderr.rstrip("\n")).group(2))  # type: ignore[union-attr]
+    result = runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", str(floor)])
+    assert result.exit_code == 2, result.output
+    found = NO_ROOM.fullmatch(result.stderr.rstrip("\n"))
+    assert found is not None, result.stderr
+    name, budget, least, overhead = found.group(1), *map(int, found.groups()[1:])
+    assert (name, budget) == (str(FIXTURE_PDF), floor) and least > floor
+    # The least budget named is the real one: one token less still keeps nothing, it keeps some of the document.
+    assert runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--budget", str(least - 1)]).exit_code == 2
+    kept = runner.invoke(app, ["ask", str(FIXTURE_PDF), Q, "--dry-run", "--json", "--budget", str(least)])
+    assert kept.exit_code == 0, kept.output
+    assert overhead < json.loads(kept.stdout)["prompt_tokens"] <= least
+    with pytest.raises(ConfigError, match=r"leaves no room for any of the document; the least that keeps some"):
+        prepare(FIXTURE_PDF, Q, runner_config(tmp_path), backend="embedded", budget_tokens=floor)

@@ -73,8 +73,10 @@ def _silent_stream(gw: str, body: dict[str, Any]) -> socket.socket:
 def test_slow_clients_that_never_read_are_cut_off_and_their_kv_released(tmp_path, vllm_url, fault_log) -> None:
     """Two clients open long streams and never read. Once the socket buffers are full every write waits; after
     serve.client_send_timeout_s the gateway ends each stream, closes its upstream request (vLLM aborts the
-    sequence and frees its blocks) and releases the reservation. A small send buffer (4 KB, inherited by the
-    accepted sockets) makes the buffers fill after a few hundred tokens instead of megabytes."""
+    sequence and frees its blocks) and releases the reservation. A small kernel send buffer (4 KB, inherited by
+    the accepted sockets) and no event-loop write buffer past it (bench/serve_proc.run_uvicorn) make the buffers
+    fill after about 60-105 tokens a stream (measured): with the loop's default 64 KiB it took 325-420, and how
+    long vLLM takes to generate them on busy cores is what made this test fail under load."""
     from docsan.serve.app import create_app
 
     config = gateway_config(tmp_path, vllm_url, serve={"client_send_timeout_s": 2.0}, read_timeout_s=600)

@@ -4,7 +4,7 @@
 
     from docsan.adapters.langchain import DocsanLoader, DocsanTransformer
 
-    docs = DocsanLoader(["report.pdf", "notes.md"], max_tokens=512).load()   # one Document per chunk
+    docs = DocsanLoader(["report.pdf", "notes.md"], chunk_tokens=512).load() # one Document per chunk
     whole = DocsanLoader("report.pdf", mode="document").load()               # one per file
     clean = DocsanTransformer().transform_documents(existing_docs)           # sanitize what you have
 """
@@ -21,7 +21,7 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from docsan.adapters.metadata import chunk_metadata, removal_summary
 from docsan.api import clean_file, clean_text
 from docsan.budget.tokenizer import Tokenizer
-from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
+from docsan.chunking import DEFAULT_CHUNK_TOKENS, chunk_size, iter_chunks
 from docsan.config import Config
 from docsan.pipeline import CleanResult
 
@@ -42,24 +42,28 @@ class DocsanLoader(BaseLoader):
         file_path: str | Path | Sequence[str | Path],
         *,
         mode: Mode = "chunks",
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        chunk_tokens: int | None = None,
         overlap: int = 0,
         tokenizer: str | Path | None = None,
         config: Config | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.paths = [file_path] if isinstance(file_path, str | Path) else list(file_path)
         self.mode = mode
-        self.max_tokens, self.overlap = max_tokens, overlap
+        # max_tokens: chunk_tokens' older name (deprecated; docsan.chunking.chunk_size). None: 512.
+        size = chunk_size(chunk_tokens, max_tokens, "DocsanLoader")
+        self.chunk_tokens = DEFAULT_CHUNK_TOKENS if size is None else size
+        self.overlap = overlap
         self.tokenizer = Tokenizer.load(tokenizer)
         self.config = config
 
     def lazy_load(self) -> Iterator[Document]:
         for path in self.paths:
             result = clean_file(path, self.config)
-            yield from _documents(result, self.mode, self.max_tokens, self.overlap, self.tokenizer)
+            yield from _documents(result, self.mode, self.chunk_tokens, self.overlap, self.tokenizer)
 
 
-def _documents(result: CleanResult, mode: Mode, max_tokens: int, overlap: int, tok: Tokenizer) -> Iterator[Document]:
+def _documents(result: CleanResult, mode: Mode, chunk_tokens: int, overlap: int, tok: Tokenizer) -> Iterator[Document]:
     summary = removal_summary(result)
     if mode == "document":
         pages = [p.number for p in result.document.pages if p.text.strip()]
@@ -67,39 +71,42 @@ def _documents(result: CleanResult, mode: Mode, max_tokens: int, overlap: int, t
             page_content=result.text, metadata={"source": result.document.name, "page_numbers": pages, **summary}
         )
         return
-    for c in iter_chunks(result, max_tokens, overlap=overlap, tokenizer=tok):
+    for c in iter_chunks(result, chunk_tokens, overlap=overlap, tokenizer=tok):
         yield Document(page_content=c.text, metadata={**chunk_metadata(c), **summary}, id=c.id)
 
 
 class DocsanTransformer(BaseDocumentTransformer):
     """Sanitize existing LangChain documents: each ``page_content`` cleaned by docsan's stages.
 
-    The metadata is kept and the removal summary added; with ``max_tokens``
+    The metadata is kept and the removal summary added; with ``chunk_tokens``
     each document is also cut into chunks (one ``Document`` per chunk).
+    ``max_tokens`` is ``chunk_tokens``' older name (deprecated).
     """
 
     def __init__(
         self,
         config: Config | None = None,
         *,
-        max_tokens: int | None = None,
+        chunk_tokens: int | None = None,
         overlap: int = 0,
         tokenizer: str | Path | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.config = config
-        self.max_tokens, self.overlap = max_tokens, overlap
-        self.tokenizer = Tokenizer.load(tokenizer) if max_tokens is not None else None
+        self.chunk_tokens = chunk_size(chunk_tokens, max_tokens, "DocsanTransformer")
+        self.overlap = overlap
+        self.tokenizer = Tokenizer.load(tokenizer) if self.chunk_tokens is not None else None
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         out: list[Document] = []
         for doc in documents:
             name = str(doc.metadata.get("source") or doc.id or "<langchain>")
             result = clean_text(doc.page_content, self.config, name=name)
-            if self.max_tokens is None or self.tokenizer is None:
+            if self.chunk_tokens is None or self.tokenizer is None:
                 meta = {**doc.metadata, **removal_summary(result)}
                 out.append(Document(page_content=result.text, metadata=meta, id=doc.id))
                 continue
-            for piece in _documents(result, "chunks", self.max_tokens, self.overlap, self.tokenizer):
+            for piece in _documents(result, "chunks", self.chunk_tokens, self.overlap, self.tokenizer):
                 piece.metadata = {**doc.metadata, **piece.metadata}
                 out.append(piece)
         return out

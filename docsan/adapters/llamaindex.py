@@ -4,8 +4,8 @@
 
     from docsan.adapters.llamaindex import DocsanNodeParser, DocsanReader
 
-    nodes = DocsanReader(max_tokens=512).load_data("report.pdf")        # one Document per chunk
-    nodes = DocsanNodeParser(max_tokens=512).get_nodes_from_documents(docs)  # sanitize + chunk yours
+    nodes = DocsanReader(chunk_tokens=512).load_data("report.pdf")        # one Document per chunk
+    nodes = DocsanNodeParser(chunk_tokens=512).get_nodes_from_documents(docs)  # sanitize + chunk yours
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelati
 from docsan.adapters.metadata import chunk_metadata, removal_summary
 from docsan.api import clean_file, clean_text
 from docsan.budget.tokenizer import Tokenizer
-from docsan.chunking import DEFAULT_MAX_TOKENS, iter_chunks
+from docsan.chunking import DEFAULT_CHUNK_TOKENS, chunk_size, iter_chunks
 from docsan.config import Config
 
 
@@ -37,13 +37,17 @@ class DocsanReader(BaseReader):
     def __init__(
         self,
         *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        chunk_tokens: int | None = None,
         overlap: int = 0,
         tokenizer: str | Path | None = None,
         config: Config | None = None,
         chunked: bool = True,
+        max_tokens: int | None = None,
     ) -> None:
-        self.max_tokens, self.overlap, self.chunked = max_tokens, overlap, chunked
+        # max_tokens: chunk_tokens' older name (deprecated; docsan.chunking.chunk_size). None: 512.
+        size = chunk_size(chunk_tokens, max_tokens, "DocsanReader")
+        self.chunk_tokens = DEFAULT_CHUNK_TOKENS if size is None else size
+        self.overlap, self.chunked = overlap, chunked
         self.tokenizer = Tokenizer.load(tokenizer)
         self.config = config
 
@@ -54,7 +58,7 @@ class DocsanReader(BaseReader):
             if not self.chunked:
                 yield Document(text=result.text, metadata={"source": result.document.name, **summary})
                 continue
-            for c in iter_chunks(result, self.max_tokens, overlap=self.overlap, tokenizer=self.tokenizer):
+            for c in iter_chunks(result, self.chunk_tokens, overlap=self.overlap, tokenizer=self.tokenizer):
                 yield Document(text=c.text, id_=c.id, metadata={**chunk_metadata(c), **summary})
 
     def load_data(self, file: str | Path | Sequence[str | Path], **kwargs: Any) -> list[Document]:
@@ -68,12 +72,14 @@ class DocsanNodeParser(NodeParser):
     are the parent's form-feed sections), and points to the parent as its source.
     """
 
-    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, description="Largest chunk, in tokens (exact count).")
+    chunk_tokens: int = Field(default=DEFAULT_CHUNK_TOKENS, description="Largest chunk, in tokens (exact count).")
     overlap: int = Field(default=0, description="Tokens of whole sentences repeated from the chunk before.")
     tokenizer: str | None = Field(default=None, description="Local tokenizer folder or tokenizer.json.")
     _config: Config | None = PrivateAttr(default=None)
 
     def __init__(self, config: Config | None = None, **data: Any) -> None:
+        if "max_tokens" in data:  # chunk_tokens' older name (deprecated; docsan.chunking.chunk_size)
+            data["chunk_tokens"] = chunk_size(data.get("chunk_tokens"), data.pop("max_tokens"), "DocsanNodeParser")
         super().__init__(**data)
         self._config = config
 
@@ -88,7 +94,7 @@ class DocsanNodeParser(NodeParser):
             result = clean_text(node.get_content(metadata_mode=MetadataMode.NONE), self._config, name=node.node_id)
             source = node.as_related_node_info()
             summary = removal_summary(result)
-            for c in iter_chunks(result, self.max_tokens, overlap=self.overlap, tokenizer=tok):
+            for c in iter_chunks(result, self.chunk_tokens, overlap=self.overlap, tokenizer=tok):
                 meta = {
                     **node.metadata,
                     **chunk_metadata(c),

@@ -1,6 +1,6 @@
 """Chunks for retrieval: whole paragraphs packed up to a token limit, counted exactly with the served tokenizer.
 
-The guarantee: ``tokenizer.count(chunk.text) == chunk.num_tokens <= max_tokens``
+The guarantee: ``tokenizer.count(chunk.text) == chunk.num_tokens <= chunk_tokens``
 for every chunk, the count taken on the chunk's final text (never summed
 over its pieces: BPE merges across a join change the total).
 
@@ -29,6 +29,7 @@ input and configuration, different for every chunk of a document.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -45,10 +46,28 @@ from docsan.errors import ConfigError
 from docsan.model import BlockKind, Document, Source
 from docsan.pipeline import CleanResult
 
-DEFAULT_MAX_TOKENS = 512
+DEFAULT_CHUNK_TOKENS = 512
+# The older name, kept for existing imports (see chunk_size).
+DEFAULT_MAX_TOKENS = DEFAULT_CHUNK_TOKENS
 # Below this a byte-level tokenizer may not fit one character (up to 4 byte
 # tokens) plus the join, and no limit could be kept.
-MIN_MAX_TOKENS = 8
+MIN_CHUNK_TOKENS = 8
+
+
+def chunk_size(chunk_tokens: int | None, max_tokens: int | None, where: str) -> int | None:
+    """The chunk size given as ``chunk_tokens`` or by its older name ``max_tokens`` (a DeprecationWarning).
+
+    Elsewhere in docsan (the runner, the gateway, ``docsan ask``) ``max_tokens`` is
+    the answer's length, OpenAI's name, so a chunk's limit is ``chunk_tokens``; the
+    old keyword keeps working. None when neither is given (the caller's default).
+    """
+    if max_tokens is None:
+        return chunk_tokens
+    if chunk_tokens is not None:
+        raise ConfigError(f"{where}: max_tokens is the old name of chunk_tokens: give one of them")
+    message = f"{where}: max_tokens is deprecated, use chunk_tokens (the same number)"
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    return max_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,40 +125,46 @@ class _Open:
 
 def chunk(
     result: CleanResult | Document,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    chunk_tokens: int | None = None,
     *,
     overlap: int = 0,
     tokenizer: Tokenizer | str | Path | None = None,
+    max_tokens: int | None = None,
 ) -> list[Chunk]:
-    """Cut a cleaned document into chunks of at most ``max_tokens`` tokens (exact count).
+    """Cut a cleaned document into chunks of at most ``chunk_tokens`` tokens (exact count; default 512).
 
     ``result`` is what :func:`docsan.clean_file` returns, or a cleaned
     :class:`Document`. ``tokenizer`` is the served model's (a
     :class:`~docsan.budget.Tokenizer`, a local folder or ``tokenizer.json``;
     default DeepSeek-V4). The text is taken as cleaned: to escape the model's
     control tokens, clean with the ``special_tokens`` stage (``docsan chunk`` does).
+    ``max_tokens`` is ``chunk_tokens``' older name (deprecated).
     """
-    return list(iter_chunks(result, max_tokens, overlap=overlap, tokenizer=tokenizer))
+    size = chunk_size(chunk_tokens, max_tokens, "chunk")
+    return list(iter_chunks(result, size, overlap=overlap, tokenizer=tokenizer))
 
 
 def iter_chunks(
     result: CleanResult | Document,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    chunk_tokens: int | None = None,
     *,
     overlap: int = 0,
     tokenizer: Tokenizer | str | Path | None = None,
+    max_tokens: int | None = None,
 ) -> Iterator[Chunk]:
     """:func:`chunk`, one chunk at a time."""
-    if max_tokens < MIN_MAX_TOKENS:
-        raise ConfigError(f"chunk: max_tokens must be at least {MIN_MAX_TOKENS}, got {max_tokens}")
-    if not 0 <= overlap < max_tokens:
-        raise ConfigError(f"chunk: overlap must be at least 0 and below max_tokens ({max_tokens}), got {overlap}")
+    size = chunk_size(chunk_tokens, max_tokens, "iter_chunks")
+    limit = DEFAULT_CHUNK_TOKENS if size is None else size
+    if limit < MIN_CHUNK_TOKENS:
+        raise ConfigError(f"chunk: chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {limit}")
+    if not 0 <= overlap < limit:
+        raise ConfigError(f"chunk: overlap must be at least 0 and below chunk_tokens ({limit}), got {overlap}")
     doc = result.document if isinstance(result, CleanResult) else result
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.load(tokenizer)
     # The cuts of a long paragraph leave room for the overlap before them
     # (a maximal cut could never follow one), but keep at least half the limit.
-    cut_limit = max(max_tokens - overlap - tok.count(JOINER), (max_tokens + 1) // 2) if overlap else max_tokens
-    yield from _Packer(doc.name, max_tokens, overlap, tok).pack(pieces(doc, max_tokens, cut_limit, tok))
+    cut_limit = max(limit - overlap - tok.count(JOINER), (limit + 1) // 2) if overlap else limit
+    yield from _Packer(doc.name, limit, overlap, tok).pack(pieces(doc, limit, cut_limit, tok))
 
 
 class _Packer:

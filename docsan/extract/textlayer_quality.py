@@ -22,7 +22,8 @@ a word list of one language:
   JIS X 0208 level 1: together >99% of running text) is *good*, a rarer one
   *unknown*. Rare ideographs are what a Chinese file decoded with the wrong
   legacy encoding turns into (``瞳叭厨``), so the encoding detector reads the
-  same score. Kana and Hangul syllables are good units too.
+  same score. Kana and Hangul syllables are units one by one too: good, but
+  half-width kana (and their own sound marks) unknown, as rare as rare ideographs.
 
 A text is garbage when good units are under :data:`MIN_GOOD_SHARE` of the
 units judged good or bad, or bad units over :data:`MAX_BAD_SHARE` of all (rare
@@ -51,9 +52,14 @@ MAX_BAD_SHARE = 0.15
 _MARKER = regex.compile(r"\(cid:\d{1,6}\)|GLYPH<[^<>\s]{0,40}>")
 _BAD_CHAR = regex.compile(r"[\ufffd\p{Co}\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _HAN = regex.compile(r"\p{Han}")
-_SYLLABIC = regex.compile(r"[\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc]")
-# Half-width katakana: a 1980s terminal form, rare in running text; what Cyrillic read as Shift-JIS gives.
-_HALFWIDTH_KANA = regex.compile(r"[\uff66-\uff9f]")
+# Half-width katakana with their own prolonged sound and voicing marks (U+FF70, U+FF9E, U+FF9F: script
+# Common, not Katakana): a 1980s terminal form, rare in running text; what Cyrillic read as Shift-JIS gives.
+_HALFWIDTH_KANA_CHARS = r"\uff66-\uff9f"
+# Kana and Hangul syllables, units one by one: the scripts' letters, the prolonged sound mark both kana
+# share (U+30FC, script Common) and every half-width kana (above), so that those are a part of these.
+_SYLLABIC_CHARS = rf"\p{{Hiragana}}\p{{Katakana}}\p{{Hangul}}\u30fc{_HALFWIDTH_KANA_CHARS}"
+_SYLLABIC = regex.compile(f"[{_SYLLABIC_CHARS}]")
+_HALFWIDTH_KANA = regex.compile(f"[{_HALFWIDTH_KANA_CHARS}]")
 _LEADERS = frozenset(".·…-_–—")
 # A letter, then a symbol that real words never carry inside them, then a letter; or a letter
 # touching a guillemet, section or copyright sign (Markdown's "**bold**" and "|cell" are fine).
@@ -64,7 +70,7 @@ _STRAY_MARK = regex.compile(r"(?:^|[^\p{L}\p{M}])\p{M}")
 _ACCENTED = regex.compile(r"[\u00c0-\u00ff\u0100-\u024f]")
 _SCRIPT_OF_LETTER = regex.compile(
     r"(?P<Latin>\p{Latin})|(?P<Greek>\p{Greek})|(?P<Cyrillic>\p{Cyrillic})|(?P<Arabic>\p{Arabic})"
-    r"|(?P<Hebrew>\p{Hebrew})|(?P<Thai>\p{Thai})|(?P<CJK>[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}])"
+    rf"|(?P<Hebrew>\p{{Hebrew}})|(?P<Thai>\p{{Thai}})|(?P<CJK>[\p{{Han}}{_SYLLABIC_CHARS}])"
     r"|(?P<Other>\p{L})"
 )
 # The ASCII characters _BAD_CHAR matches, and those that _ODD_INSIDE can match between two

@@ -82,17 +82,34 @@ def fit_context(
     to the question, back in document order. Text joined into the template can
     tokenize a little differently at the seams, so the real prompt is counted
     and the room shrunk by the excess until it fits.
+
+    A budget that passes :func:`document_room` can still be too small for every
+    paragraph of this document (its pieces are whole paragraphs, or cuts of at
+    least one sentence or token after its heading): then nothing of it would
+    reach the model, and the answer would come from the question alone. That is
+    refused like a budget the template fills (:class:`ConfigError`), naming the
+    least budget that keeps some of the document, found by fitting it.
     """
     if budget_tokens is None:
         return FittedContext(render_text(doc), 0)
-    room, overhead = document_room(question, budget_tokens, tokenizer)
+    _, overhead = document_room(question, budget_tokens, tokenizer)
+    fitted = _fit(doc, question, budget_tokens, tokenizer, overhead)
+    if (fitted is None or not fitted.text.strip()) and render_text(doc).strip():
+        least = _least_budget(doc, question, budget_tokens, tokenizer, overhead)
+        raise ConfigError(
+            f"{doc.name}: budget {budget_tokens} tokens leaves no room for any of the document; the least that keeps "
+            f"some of it is {least} (the chat template and the question: {overhead}, the joins: {SEAM_TOKENS})"
+        )
+    return fitted or FittedContext("", 0)
+
+
+def _fit(
+    doc: Document, question: str, budget_tokens: int, tokenizer: ChatTokenizer, overhead: int
+) -> FittedContext | None:
+    """:func:`fit_context`'s fitting; None when the joins take all the room the budget left the document."""
+    room = budget_tokens - overhead - SEAM_TOKENS
     counter = tokenizer.tokenizer
-    while True:
-        if room <= 0:  # the joins took what the budget had left for the document
-            raise ConfigError(
-                f"budget {budget_tokens} tokens leaves no room for the document once it is joined to the chat "
-                f"template and the question ({overhead} tokens without it)"
-            )
+    while room > 0:
         result = fit_document(doc, room, counter, strategy="query", query=question)
         fitted = render_text(result.document)
         excess = len(tokenizer.prompt_ids(build_messages(fitted, question))) - budget_tokens
@@ -101,3 +118,27 @@ def fit_context(
             removed = int(result.stats["tokens_in"]) - int(result.stats["tokens"])
             return FittedContext(fitted, max(0, removed), tuple(result.changes))
         room -= excess
+    return None
+
+
+def _least_budget(doc: Document, question: str, failed: int, tokenizer: ChatTokenizer, overhead: int) -> int:
+    """The least budget above ``failed`` whose fit keeps some of ``doc``'s text: steps doubling, then halving.
+
+    Found by fitting, not estimated from paragraph counts: which pieces a budget
+    keeps depends on the cut rules and the joins. The answer is exact where it
+    stops (it keeps text, one token less does not); it costs about twice the
+    log2 of the distance in fits, and only on this error path.
+    """
+
+    def keeps(budget: int) -> bool:
+        fitted = _fit(doc, question, budget, tokenizer, overhead)
+        return fitted is not None and bool(fitted.text.strip())
+
+    lo, step = failed, 1
+    while not keeps(lo + step):  # the whole document fits at some budget, so this ends
+        lo, step = lo + step, step * 2
+    hi = lo + step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if keeps(mid) else (mid, hi)
+    return hi

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.budget.chat_trim import fit_chat
 from docsan.budget.tokenizer import Tokenizer
 from docsan.budget.truncate import fit_document, resolve_strategy
 from docsan.config import BudgetStrategy
+from docsan.config.token_budget import BudgetTokens
 from docsan.model import Document
 from docsan.report import StageResult
 
@@ -24,8 +25,8 @@ class Budget:
     """Keep at most ``budget`` tokens (exact count with ``tokenizer``) of whole paragraphs."""
 
     name: ClassVar[str] = "budget"
-    # Required: there is no sensible default size for a prompt.
-    budget: int = Field(ge=1)
+    # Required: there is no sensible default size for a prompt. At least 1 token, as runner.budget_tokens.
+    budget: BudgetTokens
     # Documents: None is "query" when a query is given, else "head" (document
     # order). Chat histories: "recent" keeps the newest older turns; anything
     # else keeps those that matter most to the query (docsan.budget.chat_trim).
