@@ -10,11 +10,14 @@ from hypothesis import strategies as st
 
 from docsan.api import clean_file
 from docsan.config import Config, ExtractConfig
+from docsan.extract import load
 from docsan.extract.chat import chat_document
 from docsan.model import Block, BlockKind, Document, Page, Table
-from docsan.stages import build_stage
+from docsan.pipeline import Pipeline
+from docsan.stages import build_stage, neardup
 from docsan.stages.neardup import NearDuplicates
 from docsan.text.shingles import shingle
+from tests.test_passages import forgetful_memo
 
 STAGE = NearDuplicates()
 PARAGRAPHS = NearDuplicates(spans=False)
@@ -235,3 +238,22 @@ def test_properties(picks: list[list[int]]) -> None:
     for change in result.changes:  # every removal names a surviving copy
         assert change.duplicate_of is not None and change.duplicate_of.rstrip("…") in " ".join(out)
     assert _texts(PARAGRAPHS(result.document).document) == out  # twice = once
+
+
+def test_rounds_on_a_real_document_give_the_full_recomputation(corpus, monkeypatch) -> None:
+    # fedreg_2020-17221 takes two rounds (a passage was cut, so the stage looks again): the second reuses
+    # the first one's units, scores and passages (neardup._Memo), and must find what a stage that
+    # recomputes everything finds, on a real PDF's blocks (boxes, fonts, kinds) as the pipeline hands them on.
+    cfg = Config(extract=ExtractConfig(ocr="never"))
+    doc = load(corpus / "fedreg_2020-17221_15p.pdf", cfg.extract)
+    for stage in Pipeline.from_config(cfg).stages:
+        if stage.name == "neardup":
+            break
+        doc = stage(doc).document
+    shared = stage(doc)
+    monkeypatch.setattr(neardup, "_Memo", forgetful_memo)
+    full = stage(doc)
+    assert shared.stats["passages_cut"] and shared.changes
+    assert shared.document == full.document
+    assert shared.changes == full.changes
+    assert shared.stats == full.stats

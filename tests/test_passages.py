@@ -8,11 +8,13 @@ other, running over a page break, with a sentence inserted.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from docsan.model import Block, Document, Page
+from docsan.stages import neardup
 from docsan.stages.neardup import NearDuplicates
 from docsan.text.copies import Windows, find_copies
 from docsan.text.passages import cut_spans, find_passages
@@ -246,3 +248,103 @@ def test_every_sentence_stays_once_and_cleaning_twice_is_once(picks: list[list[i
         assert "".join(sentence.split()) in kept
     again = stage(once.document)
     assert again.document.text == once.document.text
+
+
+class _Forgetful(dict):
+    """A dict that keeps nothing: every lookup misses."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+_MEMO = neardup._Memo
+
+
+def forgetful_memo() -> neardup._Memo:
+    """What neardup's rounds share, keeping nothing: put in place of ``neardup._Memo``, every round
+    computes everything again (the full recomputation)."""
+    return _MEMO(**{name: _Forgetful() for name in _MEMO.__dataclass_fields__})
+
+
+# A paragraph: sentences; a block: paragraphs (a blank line between them) or a list of short lines; a page:
+# blocks. A round can then cut a paragraph out of a block, or a passage out of several, and leave others.
+_PARAGRAPH = st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=3).map(
+    lambda pick: " ".join(_SENTENCES[i] for i in pick)
+)
+_BLOCK = st.one_of(
+    st.lists(_PARAGRAPH, min_size=1, max_size=3).map("\n\n".join),
+    st.just("Name\nAddress\nPhone"),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_BLOCK, min_size=1, max_size=3), min_size=2, max_size=6))
+@example(
+    pages=[
+        [_SENTENCES[0]],
+        [_SENTENCES[2]],
+        [" ".join(_SENTENCES[i] for i in (2, 0, 0))],
+        [" ".join(_SENTENCES[i] for i in (2, 1, 0))],
+        [_SENTENCES[2]],
+        [_SENTENCES[1]],
+    ]
+)
+def test_what_the_rounds_share_changes_nothing(pages: list[list[str]]) -> None:
+    # The rounds after a cut passage reuse the last one's passages, verify's scores, the units of the
+    # pages they left alone and the facts of unchanged block texts (neardup._Memo); a stage whose memo
+    # forgets everything is the full recomputation, and must give the same result.
+    doc = Document(tuple(Page(n, tuple(map(Block, blocks))) for n, blocks in enumerate(pages, 1)))
+    stage = NearDuplicates()
+    shared = stage(doc)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(neardup, "_Memo", forgetful_memo)
+        full = stage(doc)
+    assert shared.document == full.document
+    assert shared.changes == full.changes
+    assert shared.stats == full.stats
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab .", min_size=20, max_size=60), min_size=1, max_size=3),
+    st.integers(1, 40),
+)
+def test_repeat_within_finds_every_repeated_window(pieces: list[str], distance: int) -> None:
+    seq = codes("".join(pieces))
+    if seq.size < 16:
+        return
+    windows = Windows.of(seq, 16)
+    at = [tuple(seq[k : k + 16]) for k in range(seq.size - 15)]
+    pairs = [(x, y) for x in range(len(at)) for y in range(x + 1, len(at)) if at[x] == at[y]]
+    assert windows.repeat_within() == bool(pairs)
+    assert windows.repeat_within(distance) == any(y - x <= distance for x, y in pairs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.lists(st.integers(0, len(_SENTENCES) - 1), min_size=1, max_size=3).map(
+                lambda pick: " ".join(_SENTENCES[i] for i in pick)
+            ),
+            st.text(alphabet="ab 1.", min_size=1, max_size=120),
+            # Periodic data (period 2 to 18) inside prose, which a copy of the prose must leave out.
+            st.tuples(
+                st.sampled_from(_SENTENCES),
+                st.sampled_from(["ab", "12.5 ", "Layoff ", "Layoff Permanent "]),
+                st.integers(2, 12),
+            ).map(lambda t: f"{t[0]} {t[1] * t[2]} {t[0]}"),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_the_searches_skipped_where_no_window_repeats_find_nothing(paragraphs: list[str | None]) -> None:
+    # find_passages skips the copy search where no window repeats and the periodic rule where none repeats
+    # within _PERIODIC positions; told that one always does, it searches everything, and finds the same.
+    found = find_passages(entries(*paragraphs), min_weight=120, piece_weight=40)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Windows, "repeat_within", lambda self, distance=None: True)
+        full = find_passages(entries(*paragraphs), min_weight=120, piece_weight=40)
+    assert found == full

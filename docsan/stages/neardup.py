@@ -58,7 +58,7 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from docsan.geometry import continues_paragraph, right_edges
-from docsan.model import Block, BlockKind, ChangeKind, Document
+from docsan.model import Block, BlockKind, ChangeKind, Document, Page
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text import minhash
 from docsan.text.banding import BandIndex
@@ -139,6 +139,27 @@ def _union(parts: tuple[Shingled, ...]) -> Shingled:
         " ".join(p.normalized for p in parts),
         any(p.has_ngrams for p in parts),
     )
+
+
+@dataclass(slots=True)
+class _Memo:
+    """What the rounds of one call share (see :meth:`NearDuplicates.__call__`): answers that depend on content alone.
+
+    A round after a cut passage compares nearly the same units as the round
+    before (all but the few it removed or cut): the pages it left alone have
+    the same units, and it meets nearly the same candidate pairs again
+    (irs_i1040nr: 105, 105 and 104 in its three rounds).
+    """
+
+    # The last round's passages, by its running text (see _find_passages).
+    passages: dict[tuple, list[Passage]] = field(default_factory=dict)
+    # verify's score by (unit text, unit parts, earlier shingles): all it reads, so equal keys, equal score.
+    scores: dict[tuple, float] = field(default_factory=dict)
+    # The paragraph units of each page by its index, with the Page they were found on (see _paragraph_units).
+    pages: dict[int, tuple[Page, list[Unit]]] = field(default_factory=dict)
+    # Facts of a block's text alone, by the text: its paragraph spans (BlockParagraphs) and is_short_lines.
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    short_lines: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -260,12 +281,12 @@ class NearDuplicates:
         # A cut passage can leave behind a paragraph that now repeats another whole (the
         # rest of a block after its copied sentences): another round sees it, so that
         # cleaning twice changes nothing. Each round removes text, so few are needed.
-        seen: dict[tuple, list[Passage]] = {}  # the last round's passages, by its running text
-        result = self._round(doc, seen)
+        memo = _Memo()
+        result = self._round(doc, memo)
         for _ in range(_MAX_ROUNDS - 1):
             if not result.stats.get("passages_cut"):
                 break
-            again = self._round(result.document, seen)
+            again = self._round(result.document, memo)
             if not again.changes:
                 break
             stats = dict(result.stats)
@@ -274,21 +295,25 @@ class NearDuplicates:
             result = StageResult(again.document, result.changes + again.changes, stats)
         return result
 
-    def _round(self, doc: Document, seen: dict[tuple, list[Passage]]) -> StageResult:
+    def _round(self, doc: Document, memo: _Memo) -> StageResult:
         passes = []
-        paragraphs = BlockParagraphs(doc)
+        paragraphs = BlockParagraphs(doc, memo.spans)
         sections = find_sections(doc, paragraphs) if self.boilerplate and not doc.is_chat else NO_SECTIONS
         if doc.is_chat and self.messages:
-            passes.append(self._dedupe(self._message_units(doc), doc, "message", sections))
+            passes.append(self._dedupe(self._message_units(doc), doc, "message", sections, memo.scores))
         removed = {key for p in passes for key in p.removed}
-        passes.append(self._dedupe(self._paragraph_units(doc, removed, paragraphs), doc, "paragraph", sections))
+        passes.append(
+            self._dedupe(
+                self._paragraph_units(doc, removed, paragraphs, memo.pages), doc, "paragraph", sections, memo.scores
+            )
+        )
         removed |= passes[-1].removed
         # Only the paragraph pass cuts paragraphs out of blocks (message units are whole blocks).
         cut = passes[-1].cut
         spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         if self.spans and not doc.is_chat:
-            protected = passes[-1].protected
-            passes.append(self._cut_passages(doc, paragraphs, removed, cut, protected, sections.headings, seen))
+            protected, headings = passes[-1].protected, sections.headings
+            passes.append(self._cut_passages(doc, paragraphs, removed, cut, protected, headings, memo))
             removed |= passes[-1].removed
             spans = passes[-1].spans
         changes = [c for p in passes for c in p.changes]
@@ -368,25 +393,53 @@ class NearDuplicates:
         return units
 
     def _paragraph_units(
-        self, doc: Document, removed: set[tuple[int, int]], paragraphs: BlockParagraphs | None = None
+        self,
+        doc: Document,
+        removed: set[tuple[int, int]],
+        paragraphs: BlockParagraphs | None = None,
+        pages: dict[int, tuple[Page, list[Unit]]] | None = None,
     ) -> list[Unit]:
+        """The units of every page in reading order, but the ``removed`` blocks'.
+
+        ``pages``: the units of pages met in an earlier round, by page index (see :class:`_Memo`), filled
+        here. A page's units depend on nothing but its own blocks (their texts, kinds and boxes, which
+        decide eligibility, grouping and paragraphs), its index and number, the document's kind and which
+        of its blocks are ``removed``; a round rebuilds only the pages it changed (:meth:`remove` keeps the
+        Page object of the others), so a page that is the same object, none of its blocks removed, has
+        the same units.
+        """
         paragraphs = BlockParagraphs(doc) if paragraphs is None else paragraphs
-        groups: list[tuple[int, list[int]]] = []  # (page index, block indices)
+        touched = {i for i, _ in removed}
+        units: list[Unit] = []
         for i, page in enumerate(doc.pages):
-            group: list[int] = []
-            edges = right_edges(page.blocks) if self.group_lines else {}
-            for j, block in enumerate(page.blocks):
-                if (i, j) in removed or not self._eligible(block):
-                    group = []
-                    continue
-                if not (group and self.group_lines and continues_paragraph(page.blocks[group[-1]], block, edges)):
-                    group = []
-                    groups.append((i, group))
-                group.append(j)
+            known = pages.get(i) if pages is not None and i not in touched else None
+            if known is not None and known[0] is page:
+                units.extend(known[1])
+                continue
+            here = self._page_units(doc, i, removed, paragraphs)
+            if pages is not None and i not in touched:
+                pages[i] = (page, here)
+            units.extend(here)
+        return units
+
+    def _page_units(
+        self, doc: Document, i: int, removed: set[tuple[int, int]], paragraphs: BlockParagraphs
+    ) -> list[Unit]:
+        page = doc.pages[i]
+        groups: list[list[int]] = []  # block indices
+        group: list[int] = []
+        edges = right_edges(page.blocks) if self.group_lines else {}
+        for j, block in enumerate(page.blocks):
+            if (i, j) in removed or not self._eligible(block):
+                group = []
+                continue
+            if not (group and self.group_lines and continues_paragraph(page.blocks[group[-1]], block, edges)):
+                group = []
+                groups.append(group)
+            group.append(j)
         units = []
-        for i, group in groups:
-            page = doc.pages[i]
-            label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
+        label = f"message {page.number}" if doc.is_chat else f"page {page.number}"
+        for group in groups:
             spans = paragraphs[(i, group[0])] if len(group) == 1 else []
             if len(spans) > 1:
                 block_text = page.blocks[group[0]].text
@@ -441,10 +494,16 @@ class NearDuplicates:
             removed.add((unit.page, j))  # every paragraph went: the block goes
             del cut[(unit.page, j)]
 
-    def _dedupe(self, units: list[Unit], doc: Document, scale: str, sections: Sections) -> _Pass:
-        """Every unit that duplicates an earlier kept one, compared in document order (boilerplate excepted)."""
+    def _dedupe(
+        self, units: list[Unit], doc: Document, scale: str, sections: Sections, scores: dict[tuple, float] | None = None
+    ) -> _Pass:
+        """Every unit that duplicates an earlier kept one, compared in document order (boilerplate excepted).
+
+        ``scores``: :meth:`verify`'s answers of earlier rounds (see :class:`_Memo`), filled here.
+        """
         found = _Pass()
         stats = found.stats
+        scores = {} if scores is None else scores
         units = [u for u in units if u.sh.length >= self.min_chars]
         stats[f"{scale}_units"] += len(units)
         row, matrix = self.signatures(units)
@@ -454,7 +513,7 @@ class NearDuplicates:
         kept: dict[int, Unit] = {}  # by id: the kept units that have copies
         copies: dict[int, list[tuple[Unit, float]]] = defaultdict(list)  # kept unit (id) -> its copies
         for unit in units:
-            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact)
+            best, score, verified = self._match(unit, row.get(id(unit)), index, kept_rows, exact, scores)
             if verified:
                 stats["candidates_verified"] += verified
             if best is None:
@@ -542,7 +601,7 @@ class NearDuplicates:
         cut: dict[tuple[int, int], set[int]],
         protected: set[_Para],
         headings: frozenset[tuple[int, int]],
-        seen: dict[tuple, list[Passage]],
+        memo: _Memo,
     ) -> _Pass:
         """Later copies of passages in what the paragraph pass left (``removed`` blocks, ``cut`` paragraphs).
 
@@ -552,7 +611,7 @@ class NearDuplicates:
         structure. The paragraphs kept as boilerplate, and the headings that
         open a section (``headings``), can be what a copy repeats, but are
         never cut: a title cut would merge its section into the one before,
-        whose boilerplate would then look twice there. ``seen``: see :func:`_find_passages`.
+        whose boilerplate would then look twice there. ``memo``: what the rounds share (:class:`_Memo`).
         """
         found = _Pass()
         entries: list[Entry] = []
@@ -560,7 +619,10 @@ class NearDuplicates:
             for j, block in enumerate(page.blocks):
                 if (i, j) in removed:
                     continue
-                if (block.kind is BlockKind.TABLE and self.exempt_tables) or is_short_lines(block.text):
+                short = memo.short_lines.get(block.text)
+                if short is None:
+                    short = memo.short_lines[block.text] = is_short_lines(block.text)
+                if (block.kind is BlockKind.TABLE and self.exempt_tables) or short:
                     entries.append(((i, j), None, 0, False))
                     continue
                 gone = cut.get((i, j), set())
@@ -568,7 +630,7 @@ class NearDuplicates:
                     if k not in gone:
                         keep = (i, j, k) in protected or (i, j, None) in protected or (i, j) in headings
                         entries.append(((i, j), block.text[lo:hi], lo, keep))
-        passages = _find_passages(entries, seen, min_weight=self.min_span_chars, piece_weight=self.min_chars)
+        passages = _find_passages(entries, memo.passages, min_weight=self.min_span_chars, piece_weight=self.min_chars)
         if self.exempt_headings:
             # A heading repeated on its own is a heading (as in the paragraph pass); inside a copy it goes with it.
             heading = {
@@ -619,6 +681,7 @@ class NearDuplicates:
         index: BandIndex,
         kept: dict[int, Unit],
         exact: dict[str, Unit],
+        scores: dict[tuple, float],
     ) -> tuple[Unit | None, float, int]:
         """The kept unit this one duplicates best, the similarity, and how many candidates were verified."""
         same = exact.get(unit.sh.normalized)
@@ -629,7 +692,13 @@ class NearDuplicates:
         best, best_score = None, 0.0
         candidates = sorted(index.query(sig_row))
         for key in candidates:
-            score = self.verify(unit, kept[key].sh)
+            earlier = kept[key].sh
+            # What verify reads of the two units: its text and shingles (a function of the text, or of the
+            # parts for a message) and the earlier one's shingles.
+            pair = (unit.text, unit.parts, earlier)
+            score = scores.get(pair)
+            if score is None:
+                score = scores[pair] = self.verify(unit, earlier)
             if score > best_score:
                 best, best_score = kept[key], score
         return best, best_score, len(candidates)

@@ -83,6 +83,19 @@ class Windows:
         bits = max(1, count.bit_length())
         return cls(window, np.sort(hashes << bits | np.arange(count, dtype=np.int64)), bits)
 
+    def repeat_within(self, distance: int | None = None) -> bool:
+        """Do two windows have the same hash (at most ``distance`` positions apart, where given)?
+
+        Equal windows have equal hashes, so False means no window repeats: no copy to find. Windows of one
+        hash are neighbours in the sorted keys, in position order, so two within ``distance`` of each other
+        make a pair of neighbours that are too.
+        """
+        same = np.flatnonzero((self.keys[1:] >> self.bits) == (self.keys[:-1] >> self.bits))
+        if distance is None or not same.size:
+            return bool(same.size)
+        # Keys of one hash differ by their positions.
+        return bool((self.keys[same + 1] - self.keys[same] <= distance).any())
+
     def first_occurrences(self, barred: np.ndarray) -> np.ndarray:
         """For each window, the first window with the same hash; itself when it is the first or ``barred``.
 

@@ -42,15 +42,22 @@ class BlockParagraphs(dict[tuple[int, int], list[tuple[int, int]]]):
 
     A stage that reads a block's paragraphs in several passes (sections,
     units, passages) finds them once per document instead of once per pass.
-    A dict, so that reading a known block costs one lookup.
+    A dict, so that reading a known block costs one lookup. ``by_text``: spans
+    found before, by the block's text (filled here), for a stage that looks at
+    nearly the same blocks again (neardup's later rounds). The lists are shared: read only.
     """
 
-    def __init__(self, doc: Document) -> None:
+    def __init__(self, doc: Document, by_text: dict[str, list[tuple[int, int]]] | None = None) -> None:
         super().__init__()
         self._doc = doc
+        self._by_text = {} if by_text is None else by_text
 
     def __missing__(self, key: tuple[int, int]) -> list[tuple[int, int]]:
-        spans = self[key] = paragraph_spans(self._doc.pages[key[0]].blocks[key[1]].text)
+        text = self._doc.pages[key[0]].blocks[key[1]].text
+        spans = self._by_text.get(text)
+        if spans is None:
+            spans = self._by_text[text] = paragraph_spans(text)
+        self[key] = spans
         return spans
 
 

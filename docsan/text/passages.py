@@ -311,17 +311,23 @@ def find_passages(
     if run is None or run.codes.size < 2 * WINDOW:
         return []
     # Shared by the run search and the windows: the stretches ruled out become negative codes, which bar
-    # every window over them, so the windows' hashes may come from the codes before.
+    # every window over them, so the windows' hashes may come from the codes before. One sort of the
+    # windows for both copy searches: the second one's codes differ only where they are barred.
     hashes = prefix_hashes(run.codes)
-    _rule_out_periodic(run, hashes)
+    windows = Windows.of(run.codes, WINDOW, hashes)
+    # Every copy holds a window that occurred earlier, and a stretch _rule_out_periodic rules out (a period
+    # p <= _PERIODIC, at least max(3p, 2 * WINDOW) >= p + WINDOW long) holds two equal windows p positions
+    # apart: where no window repeats there is neither (most short documents), and no search is needed.
+    if not windows.repeat_within():
+        return []
+    if windows.repeat_within(_PERIODIC):
+        _rule_out_periodic(run, hashes)
     weight = np.concatenate(([0], np.cumsum(run.weights)))
     low = min_weight if piece_weight is None else min(piece_weight, min_weight)
 
     def narrow(copy: Copy) -> tuple[int, int]:
         return _snap(run, copy)
 
-    # One sort of the windows for both searches: the second one's codes differ only where they are barred.
-    windows = Windows.of(run.codes, WINDOW, hashes)
     common = {"window": WINDOW, "weights": run.weights, "kept": run.kept, "narrow": narrow, "windows": windows}
     found = find_copies(run.codes, min_weight=min_weight, **common)
     if low < min_weight:

@@ -55,9 +55,12 @@ def lce(a: np.ndarray, i: int, j: int, limit: int) -> int:
     step = 64
     while k < limit:
         m = min(step, limit - k)
-        diff = np.flatnonzero(a[i + k : i + k + m] != a[j + k : j + k + m])
-        if diff.size:
-            return k + int(diff[0])
+        # argmax of a boolean array: the first True (or 0 where there is none), without np.flatnonzero's
+        # wrappers and index array (a copy search calls this thousands of times on short stretches).
+        diff = a[i + k : i + k + m] != a[j + k : j + k + m]
+        first = int(diff.argmax())
+        if diff[first]:
+            return k + first
         k += m
         step *= 2
     return limit
