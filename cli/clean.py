@@ -8,14 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from docsan.batch import expand_inputs, render_output
 from docsan.budget.tokenizer import Tokenizer
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.collector import tune_for_batch
-from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
 from docsan.errors import DocsanError
 from docsan.pipeline import CleanResult
 from docsan.render import OutputFormat, dumps
@@ -33,6 +31,7 @@ from .common import (
     template_marker_options,
 )
 from .exit_codes import ExitCode
+from .progress import document_progress
 from .summary import Summary
 
 OutputChoice = choices("OutputChoice", OutputFormat)
@@ -264,6 +263,9 @@ def clean(
         if target is not None and not _is_stdout(target):
             _check_writable(target, flag)
     if corpus_dedupe:
+        # The corpus index (SQLite, document hashes) is imported for this flag only.
+        from docsan.corpus.dedupe import DUPLICATE_DOCUMENT, CorpusDedupe, dedupe_outcomes
+
         if index is None and not several:
             fail("--corpus-dedupe on one input needs --index PATH (the corpus it joins)", ExitCode.USAGE)
         location = index if index is not None else str(output / "docsan-index.sqlite")  # type: ignore[operator]
@@ -278,27 +280,12 @@ def clean(
     reports: list[dict[str, object]] = []
     written: set[Path] = set()
     failed = partial = 0
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[pages]} pages"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not (several and err_console.is_terminal),
-        # No refresh thread: worker processes are forked while the bar is up, and a fork must not
-        # copy a thread holding the console's lock. The bar redraws at each finished document.
-        auto_refresh=False,
-    )
     done = pages_done = 0
-    with progress:
-        task = progress.add_task("cleaning", total=len(inputs), pages=0)
+    with document_progress(err_console, len(inputs), shown=several and err_console.is_terminal) as advance:
         for outcome in outcomes:
             done += 1
             pages_done += len(outcome.result.original.pages) if outcome.result is not None else 0
-            progress.update(task, description=f"cleaned {outcome.source.name}", advance=1, pages=pages_done)
-            progress.refresh()
+            advance(outcome.source.name, pages_done)
             if outcome.result is None:
                 failed += 1
                 if summary is not None:
@@ -309,7 +296,8 @@ def clean(
                     break
                 continue
             result = outcome.result
-            for finding in result.report.with_code(DUPLICATE_DOCUMENT):
+            # A document already in the corpus index (only corpus dedupe finds one) is said where a person looks.
+            for finding in result.report.with_code(DUPLICATE_DOCUMENT) if corpus_dedupe else ():
                 err_console.print(f"docsan: {outcome.source}: {finding.reason}", markup=False, highlight=False)
             text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
             try:

@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
 
-from .ask import ask
-from .chunk import chunk
-from .clean import clean
 from .common import error_line
-from .config_cmd import config
 from .exit_codes import ExitCode
-from .help import Command, Group
-from .plan import plan_cmd
-from .queue import queue_app
-from .schema import schema
-from .serve import serve
+from .lazy_commands import LazyGroup, typer_command
+
+if TYPE_CHECKING:
+    from .lazy_commands import Builder
 
 # -h as well as --help, on every command.
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class _Commands(LazyGroup):
+    # In the order help lists them (Typer lists a group after the commands); each module is imported when its
+    # command runs or a help lists it.
+    builders: ClassVar[dict[str, Builder]] = {
+        "clean": typer_command("clean", ".clean", "clean", no_args_is_help=True),
+        "chunk": typer_command("chunk", ".chunk", "chunk", no_args_is_help=True),
+        "ask": typer_command("ask", ".ask", "ask", no_args_is_help=True),
+        "plan": typer_command("plan", ".plan", "plan_cmd", no_args_is_help=True),
+        "config": typer_command("config", ".config_cmd", "config"),
+        "schema": typer_command("schema", ".schema", "schema"),
+        "serve": typer_command("serve", ".serve", "serve"),
+        "queue": typer_command("queue", ".queue", "queue_app"),
+    }
+
 
 app = typer.Typer(
     name="docsan",
@@ -28,17 +39,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=Group,
+    cls=_Commands,
     context_settings=CONTEXT,
 )
-app.command(no_args_is_help=True, cls=Command)(clean)
-app.command(no_args_is_help=True, cls=Command)(chunk)
-app.command(no_args_is_help=True, cls=Command)(ask)
-app.command("plan", no_args_is_help=True, cls=Command)(plan_cmd)
-app.add_typer(queue_app, name="queue")
-app.command("config", cls=Command)(config)
-app.command("schema", cls=Command)(schema)
-app.command("serve", cls=Command)(serve)
 
 
 def _print_version(value: bool) -> None:

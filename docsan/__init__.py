@@ -19,8 +19,9 @@ The library never imports the command-line front end (``cli``).
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from docsan.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from docsan.api import ChatCleaner, ChatResult, clean_chat, clean_document, clean_file, clean_text
@@ -55,7 +56,6 @@ _HOMES = {
     "docsan.pipeline": ("CleanResult", "Pipeline"),
     "docsan.report": ("Change", "Report", "StageResult"),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __version__ = "0.1.0"
 
@@ -93,15 +93,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """Import a public name's module on first access, and keep the name so the next access is a plain lookup."""
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'docsan' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _HOMES)

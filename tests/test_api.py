@@ -8,6 +8,7 @@ import pytest
 
 import docsan
 from docsan import Block, CleanResult, Config, Document, DocumentKind, InputError, Page, Report, Source
+from docsan.lazy_exports import home_of
 from docsan.report import Change, StageReport
 
 CONFIG = Config(stages=("normalize", "reflow"))
@@ -115,13 +116,32 @@ def test_every_public_name_is_reached_from_the_package_and_its_module_loads_on_f
     import subprocess
     import sys
 
-    assert set(docsan._HOME_OF) == set(docsan.__all__)  # the lazy table and __all__ name the same things
+    homes = home_of(docsan._HOMES)
+    assert set(homes) == set(docsan.__all__)  # the lazy table and __all__ name the same things
     for name in docsan.__all__:
         assert name in dir(docsan)
-        assert getattr(docsan, name) is getattr(sys.modules[docsan._HOME_OF[name]], name)
+        assert getattr(docsan, name) is getattr(sys.modules[homes[name]], name)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         docsan.nope  # noqa: B018
     # A fresh process: `import docsan` alone imports none of the public names' modules.
     probe = "import sys, docsan; print(sorted(m for m in docsan._HOMES if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_budget_package_names_load_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    import docsan.budget
+
+    homes = home_of(docsan.budget._HOMES)
+    assert set(homes) == set(docsan.budget.__all__)
+    for name in docsan.budget.__all__:
+        assert name in dir(docsan.budget)
+        assert getattr(docsan.budget, name) is getattr(sys.modules[homes[name]], name)
+    # What `docsan clean` reads of it (the template markers) does not import the ranking, truncation or chat trim.
+    probe = "import sys, docsan.budget.template_markers; print(sorted(m for m in {!r} if m in sys.modules))"
+    heavy = ("docsan.budget.chat_trim", "docsan.budget.truncate", "docsan.budget.rank", "docsan.budget.segment")
+    out = subprocess.run([sys.executable, "-c", probe.format(heavy)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

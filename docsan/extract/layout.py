@@ -1,10 +1,11 @@
 """From PyMuPDF's text dictionary to text boxes: visibility, reading order, headings.
 
-One ``get_text("dict")`` call per page, with ``TEXT_COLLECT_VECTORS`` so the
-same pass also returns the page's vector graphics (ruling lines, filled
-rectangles): we need those to tell white-on-white text from white text on a
-coloured band, and to decide whether a page may hold a ruled table, and a
-second pass over the page content would cost as much as the text itself.
+One TextPage per page, read as its dictionary (what ``get_text("dict")``
+returns), with ``TEXT_COLLECT_VECTORS`` so the same pass also returns the
+page's vector graphics (ruling lines, filled rectangles): we need those to
+tell white-on-white text from white text on a coloured band, and to decide
+whether a page may hold a ruled table, and a second pass over the page
+content would cost as much as the text itself.
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ class TextBox:
 
     @classmethod
     def of(cls, lines: Sequence[Line]) -> TextBox | None:
+        if len(lines) == 1:
+            # A box of one line (about half of them): the line's own text, box and size, no tallies.
+            ln = lines[0]
+            n = len(ln.text.strip())
+            return cls((ln,), ln.size, ln.bbox, n, ln.text) if n else None
         # One pass over the lines: this runs for every block of every page.
         kept = []
         sizes: dict[float, int] = {}
@@ -253,7 +259,9 @@ def read_page(
     content is too large for them): no rules, and no fills under white text.
     """
     flags = TEXT_FLAGS if drawings else TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS
-    data = page.get_text("dict", flags=flags)
+    # The TextPage is kept for the glyphless pass below, which reads the same page.
+    textpage = page.get_textpage(flags=flags)
+    data = textpage.extractDICT()
     if page.rotation:
         to_display(data, page)
     out = PageText()
@@ -270,6 +278,16 @@ def read_page(
         hidden: list[Line] = []
         for line in b["lines"]:
             spans = line["spans"]
+            if len(spans) == 1:
+                s = spans[0]
+                # Most lines are one span drawn visibly in a colour that is not white: the general
+                # loop below would reach the same line (MuPDF's box, the span's text and size).
+                if s.get("alpha", 255) and s.get("char_flags", _FILLED) & _DRAWN and not _is_white(s["color"]):
+                    bbox = tuple(line["bbox"])
+                    if keep_spans:
+                        out.spans.append(Span(s["text"], tuple(s["bbox"]), (bbox[1] + bbox[3]) / 2))  # type: ignore[arg-type]
+                    shown.append(Line(s["text"], bbox, round(s["size"], 1)))  # type: ignore[arg-type]
+                    continue
             vis_spans = []
             # Most lines have no hidden or white text: no lists for them.
             hid_spans: list[dict] | None = None
@@ -314,19 +332,19 @@ def read_page(
                 if box is not None:
                     target_list.append(box)
     if any(not b["lines"] for b in text_blocks):
-        _add_glyphless_text(page, flags, out)
+        _add_glyphless_text(textpage, out)
     return out
 
 
-def _add_glyphless_text(page: pymupdf.Page, flags: int, out: PageText) -> None:
+def _add_glyphless_text(textpage: pymupdf.TextPage, out: PageText) -> None:
     """Text MuPDF holds without glyph boxes: ``/ActualText`` of a marked-content figure.
 
     The "dict" output has its block with no lines (pdfium's tagged_actual_text:
     the page's only text is a figure's ActualText, no text-showing operator),
     while the "blocks" output has its text, with a box of zero width or
-    height. Only such pages pay for the second pass.
+    height. The blocks come from the text pass's own TextPage: no second interpretation of the page.
     """
-    for x0, y0, x1, y1, text, *_ in page.get_text("blocks", flags=flags):
+    for x0, y0, x1, y1, text, *_ in textpage.extractBLOCKS():
         if text.strip() and (x1 - x0 < 0.5 or y1 - y0 < 0.5):
             lines = [Line(t, (x0, y0, x1, y1), 0.0) for t in text.strip().split("\n")]
             box = TextBox.of(lines)

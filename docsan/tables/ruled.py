@@ -370,9 +370,10 @@ def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
     in the CA WARN report); most spans lie in one cell and are not cut.
     """
     x0, _, x1, _ = span.bbox
-    inner = xs[bisect_right(xs, x0 + SNAP) : bisect_left(xs, x1 - SNAP)]
-    if not inner or not span.text:
+    lo, hi = bisect_right(xs, x0 + SNAP), bisect_left(xs, x1 - SNAP)
+    if lo >= hi or not span.text:
         return [(span.text, x0, x1)]
+    inner = xs[lo:hi]
     step = (x1 - x0) / len(span.text)
     pieces: list[tuple[str, float, float]] = []
     for i, ch in enumerate(span.text):
@@ -409,7 +410,7 @@ def fill(grid: Grid, spans: Sequence[Span]) -> Table:
             text = _line_text(pieces)
             if text:
                 lines.append((text, y, min(pieces)[0]))
-        cell_lines[region] = sorted(lines, key=lambda ln: (ln[1], ln[2]))
+        cell_lines[region] = sorted(lines, key=itemgetter(1, 2))
     bands = [_row_bands(grid, r, cell_lines) for r in range(len(grid.ys) - 1)]
     starts = [0]
     for b in bands:
@@ -451,7 +452,11 @@ def header_rows(rows: Sequence[Sequence[Cell]]) -> int:
 
 
 def _band_of(y: float, bands: list[float]) -> int:
-    return min(range(len(bands)), key=lambda i: abs(bands[i] - y))
+    """The band nearest ``y``, the upper of two as near: ``bands`` rise (``_clusters``), so two neighbours decide."""
+    i = bisect_left(bands, y)
+    if i == len(bands) or (i and y - bands[i - 1] <= bands[i] - y):
+        return i - 1
+    return i
 
 
 def _fits(lines: list[Line], bands: list[float]) -> bool:
