@@ -51,23 +51,26 @@ class Pipeline:
         """Run every stage over ``doc``; with ``count`` (a tokenizer's), each stage's tokens before and after too."""
         report = Report(source=doc.name, notes=list(doc.notes), extraction=list(doc.extraction), gaps=list(doc.gaps))
         current = doc
-        tokens = count(current.text) if count is not None else None
+        # The document's text is joined once per stage, after it: a stage's text after is the next one's before.
+        text = current.text
+        tokens = count(text) if count is not None else None
         for stage in self.stages:
             if on_stage is not None:
                 on_stage(stage.name)
-            before = len(current.text)
+            before = len(text)
             t0 = time.perf_counter()
             result = stage(current)
             if current.is_chat:
                 result = keep_messages(stage, current, result)
             elapsed = time.perf_counter() - t0
             current = result.document
-            tokens_before, tokens = tokens, count(current.text) if count is not None else None
+            text = current.text
+            tokens_before, tokens = tokens, count(text) if count is not None else None
             report.stages.append(
                 StageReport(
                     stage=stage.name,
                     chars_before=before,
-                    chars_after=len(current.text),
+                    chars_after=len(text),
                     seconds=elapsed,
                     stats=dict(result.stats),
                     changes=list(result.changes),

@@ -7,6 +7,7 @@ whole module reads every file a single time.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from docsan.config import Config, ExtractConfig
 from docsan.extract import load
 from docsan.model import BBox, Block, BlockKind, Document, DocumentKind, Page, Table
 from docsan.report import StageResult
-from docsan.stages import build_stage
+from docsan.stages import build_stage, furniture
 from docsan.stages.furniture import PAGE_NUMBER, RUNNING_FOOTER, RUNNING_HEADER, Furniture, line_key, line_keys
 from docsan.text.pagenum import parse_page_number
 
@@ -377,3 +378,18 @@ def test_line_keys_are_each_texts_line_key(texts: list[str]) -> None:
     # the page's keys come from one pass over its joined lines: NFKC, case folding and the
     # substitutions must not reach across the join (combining marks, jamo, final sigma, a NUL of its own)
     assert line_keys(texts) == [line_key(t) for t in texts]
+
+
+def test_str_split_and_the_key_pattern_agree_on_every_space_but_four() -> None:
+    # line_key removes spaces by str.split unless the text holds one of the four it alone counts.
+    every = "".join(map(chr, range(0x110000)))
+    by_pattern = set("".join(furniture._SPACE.findall(every)))
+    by_split = {c for c in every if c.isspace()}
+    assert by_pattern ^ by_split == set(furniture._SPLIT_ONLY_SPACES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="a1٣ \t\n\x1c\x1f\x85\u00a0\u2028\u3000\u200b\ufb01ß", max_size=12))
+def test_line_key_is_nfkc_folded_text_with_digit_runs_as_zero_and_no_spaces(text: str) -> None:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    assert line_key(text) == furniture._SPACE.sub("", furniture._DIGITS.sub("0", folded))

@@ -5,7 +5,19 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docsan.stages.normalize import Normalize, _Cleaner, _is_plain, _Tally
+from docsan.stages.normalize import (
+    _ANY_REMOVABLE,
+    _BLANK_LINES,
+    _FTFY_NOT_NEEDED,
+    _INVISIBLE_STARTS,
+    _LINE_BREAKS,
+    _OTHER_SPACES,
+    _SPACE_RUN,
+    Normalize,
+    _Cleaner,
+    _is_plain,
+    _Tally,
+)
 
 # Characters at the edge of what counts as plain: spaces of every kind, line
 # breaks, tabs, controls, CJK, typographic punctuation, mojibake material.
@@ -47,3 +59,31 @@ def test_fast_path_covers_ordinary_text_and_not_its_neighbours() -> None:
     assert _is_plain("Total revenue (2013)\n12,345 中文报告")
     for text in ("two  spaces", "trailing \nline", " lead", "end\n", "nbsp\u00a0here", "tab\there", "a\n\n\nb"):
         assert not _is_plain(text), text
+
+
+# Spaces, tabs and line breaks of every kind among letters, CJK, a removable character and mojibake material.
+_SPACES = "a中 \t\n\r\x85\u2028\u2029\u00a0\u2003\u3000\u200bÃ©"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=_SPACES, max_size=16))
+def test_the_substring_tests_before_each_space_pattern_let_every_match_through(text: str) -> None:
+    # _Cleaner.clean skips a pattern's scan when a substring test says it cannot match.
+    if _SPACE_RUN.search(text):
+        assert "  " in text or "\t" in text
+    if _BLANK_LINES.search(text):
+        assert "\n\n\n" in text
+    if _LINE_BREAKS.search(text):
+        assert "\r" in text or not text.isascii()
+    if _OTHER_SPACES.search(text):
+        assert not text.isascii()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=_SPACES, max_size=16), st.booleans())
+def test_the_space_steps_leave_nothing_for_another_round(text: str, keep_indent: bool) -> None:
+    # A round that starts with nothing removable and nothing for ftfy ends without the test for another.
+    if _INVISIBLE_STARTS.search(text) or not _FTFY_NOT_NEEDED.fullmatch(text):
+        return
+    spaced = _Cleaner(Normalize())._whitespace(_OTHER_SPACES.sub(" ", text), keep_indent=keep_indent)
+    assert _FTFY_NOT_NEEDED.fullmatch(spaced) and not _ANY_REMOVABLE.search(spaced)

@@ -8,12 +8,14 @@ checks the same on a real three-column PDF.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import docsan
 from docsan import BBox, Block, BlockKind, Document, DocumentKind, Page, Source, Table
 from docsan.config import Config
 from docsan.extract import load
-from docsan.stages.reflow import Reflow
+from docsan.stages.reflow import _WORD, Reflow, _Vocabulary
 
 REFLOW = Config(stages=("reflow",))
 BOTH = Config(stages=("normalize", "reflow"))
@@ -272,3 +274,31 @@ def test_a_single_line_at_the_foot_of_a_page_joins_the_rest_of_its_paragraph() -
     assert len(list(short.blocks())) == 2
     single = docsan.clean_document(_pages(head, "reports prevail over them."), REFLOW).document
     assert len(list(single.blocks())) == 2
+
+
+# --- the vocabulary's word lookups -------------------------------------------------------------
+
+# Letters of several scripts (a final sigma, a combining mark, a CJK letter), hyphens and what separates words.
+_VOCAB_TEXT = st.text(alphabet="abΣσς\u0301é中-\u2010 \n.1", max_size=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_VOCAB_TEXT, st.integers(0, 30), st.integers(1, 4), st.text(alphabet="ab1-", max_size=2), st.integers(0, 3))
+def test_a_word_looked_up_in_the_text_is_a_word_of_the_whole_set(
+    text: str, start: int, length: int, noise: str, lookups: int
+) -> None:
+    # The few questions answered by substring searches must get the answer the set of all words gives,
+    # however many searches are left before the set is built. The word asked is mostly a piece of the
+    # text (inside a longer word, at its edge, or a whole word), sometimes with something added.
+    word = text.lower()[start : start + length] + noise
+    vocab = _Vocabulary(pdf(text))
+    vocab.lookups = lookups
+    assert vocab._is_word(word) == (word in set(_WORD.findall(text.lower())))
+
+
+def test_the_vocabulary_builds_its_set_after_its_lookups() -> None:
+    # A document with a hyphen at many line ends pays for a bounded number of searches, then for the set.
+    vocab = _Vocabulary(pdf("pre processing preprocessing"))
+    assert vocab._is_word("processing") and vocab.words is None
+    vocab.lookups = 0
+    assert vocab._is_word("preprocessing") and not vocab._is_word("prepro") and vocab.words is not None

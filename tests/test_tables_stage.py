@@ -13,14 +13,14 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from docsan.api import clean_document, clean_file, clean_text
-from docsan.config import Config, ExtractConfig
+from docsan.config import Config, ExtractConfig, TablePolicy
 from docsan.extract import load
 from docsan.model import Block, BlockKind, Cell, Document, DocumentKind, Page, Source, Table
 from docsan.render import render_text
 from docsan.stages import build_stage
 from docsan.stages.table_repair import TableRepair
 from docsan.tables.pipes import parse_pipe_table
-from docsan.tables.repair import repair_grid
+from docsan.tables.repair import RepairResult, _repair, is_settled, repair_grid
 
 # The two structural stages, in their default order: what these tests are about.
 CONFIG = Config(stages=("furniture", "tables"))
@@ -284,3 +284,74 @@ def test_repair_keeps_every_distinct_value_of_every_row(rows: list[list[str]], p
         # Only values with letters may lose copies (merged spans); figures never do.
         for v in {v for v in old if v and not v[0].isalpha()}:
             assert new.count(v) == old.count(v)
+
+
+# Cells that make a grid repair_grid has work for: equal values with a letter (spaced apart), figures,
+# blanks, whitespace, separators str.split removes; spans laid over covered positions (or not quite);
+# and changes that may spoil a plain grid (an odd cell, a short row).
+_TEXTS = st.sampled_from(["", " ", "a", "a ", "b", "b\x1c", "c", "d", "e", "1", "2", "\x1cd"])
+_ODD_CELLS = st.sampled_from(
+    [Cell("a", rowspan=2), Cell("a", colspan=2), Cell("a", rowspan=0), Cell("", covered=True), Cell(" ", covered=True)]
+)
+
+
+@st.composite
+def _grids(draw: st.DrawFn) -> tuple[tuple[Cell, ...], ...]:
+    width, height = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    rows = [[Cell(draw(_TEXTS)) for _ in range(width)] for _ in range(height)]
+    for _ in range(draw(st.integers(0, 2))):
+        edit = draw(st.sampled_from(["span", "span", "cell", "short row"]))
+        r, c = draw(st.integers(0, height - 1)), draw(st.integers(0, width - 1))
+        if c >= len(rows[r]):
+            continue
+        if edit == "span":
+            # Mostly inside the grid, over empty covered positions, holding text; now and then not.
+            rowspan = min(draw(st.sampled_from([1, 2, 2, 3])), height - r + draw(st.sampled_from([0, 0, 0, 1])))
+            colspan = min(draw(st.sampled_from([1, 2, 2, 3])), width - c + draw(st.sampled_from([0, 0, 0, 1])))
+            for rr in range(r, min(r + rowspan, height)):
+                for cc in range(c, min(c + colspan, len(rows[rr]))):
+                    rows[rr][cc] = Cell(draw(st.sampled_from(["", "", "", " "])), covered=True)
+            rows[r][c] = Cell(draw(st.sampled_from(["a", "b", "c", ""])), rowspan=rowspan, colspan=colspan)
+        elif edit == "cell":
+            rows[r][c] = draw(_ODD_CELLS)
+        elif rows[r]:
+            rows[r].pop()
+    return tuple(tuple(row) for row in rows)
+
+
+@st.composite
+def _spanned_grids(draw: st.DrawFn) -> tuple[tuple[Cell, ...], ...]:
+    # Distinct values (nothing to merge) under spans laid over empty covered positions, which may overlap,
+    # reach past the grid, cover text or hold none.
+    width, height = draw(st.integers(2, 4)), draw(st.integers(2, 4))
+    rows = [[Cell(f"v{r}{c}") for c in range(width)] for r in range(height)]
+    for _ in range(draw(st.integers(1, 2))):
+        r, c = draw(st.integers(0, height - 1)), draw(st.integers(0, width - 1))
+        past = draw(st.sampled_from([0, 0, 0, 0, 0, 1]))  # now and then past the grid's edge
+        rowspan = draw(st.integers(1, height - r + past)) if draw(st.integers(0, 9)) else 0
+        colspan = draw(st.integers(1, width - c + past))
+        for rr in range(r, min(r + rowspan, height)):
+            for cc in range(c, min(c + colspan, width)):
+                rows[rr][cc] = Cell(draw(st.sampled_from([""] * 9 + [" "])), covered=True)
+        rows[r][c] = Cell(draw(st.sampled_from([f"s{r}{c}"] * 5 + [""])), rowspan=rowspan, colspan=colspan)
+    return tuple(tuple(row) for row in rows)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_grids(), _spanned_grids()), st.integers(-1, 3), st.sampled_from(["once", "fill", "html"]))
+def test_a_grid_called_settled_is_one_the_repair_builds_again(
+    rows: tuple[tuple[Cell, ...], ...], header_rows: int, policy: TablePolicy
+) -> None:
+    # repair_grid returns a settled table without repairing it: the repair must have given the same.
+    table = Table(rows, header_rows=header_rows)
+    if is_settled(table, policy):
+        assert _repair(table, policy) == RepairResult(table, list(range(len(rows))), set(), 0, 0, 0)
+
+
+def test_two_spans_over_one_position_are_not_settled() -> None:
+    # "A" spans down and "B" across onto the same covered position: the repair gives it to "B" and "A"
+    # loses its span, so the grid is not one it builds again.
+    covered = Cell("", covered=True)
+    rows = ((Cell("x"), Cell("A", rowspan=2), Cell("y")), (Cell("B", colspan=2), covered, Cell("z")))
+    table = Table(rows, header_rows=0)
+    assert _repair(table, "once").table != table and not is_settled(table, "once")

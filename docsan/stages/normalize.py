@@ -257,10 +257,18 @@ class _Cleaner:
         self.changes: list[Change] = []
         self.stats: Counter[str] = Counter()
         self.touched = False  # see _touch_space_counters
+        # ftfy's answer for each line it was asked about: a document repeats lines (running heads,
+        # bullets, table cells), and on the corpus a third of ftfy's lines were ones it had seen.
+        self.fixed_lines: dict[str, ftfy.ExplainedText] = {}
 
     def block(self, page: Page, block: Block) -> list[Block]:
         if block.kind is BlockKind.TABLE and block.table is not None:
             return [self._table(page, block)]
+        if block.text and _is_plain(block.text):
+            # What self.text would say of its one piece (plain text holds no form feed), without the
+            # tally and the lists: most blocks need nothing.
+            self._touch_space_counters()
+            return [block]
         tally = _Tally()
         # The form feed inside a block is a break the layout meant; the
         # pieces become separate blocks (paragraphs).
@@ -317,24 +325,38 @@ class _Cleaner:
             tally.removed["\x0c"] += text.count("\x0c")
             text = text.replace("\x0c", " ")
         # Line breaks first (CR LF, CR, NEL, U+2028/9): NEL is a C1 control
-        # but means a new line, and must not be removed as one.
-        text = _LINE_BREAKS.sub("\n", text)
+        # but means a new line, and must not be removed as one. Of them ASCII text can only hold CR.
+        if "\r" in text or not text.isascii():
+            text = _LINE_BREAKS.sub("\n", text)
         # Repeated to a fixed point: removing a control character or folding
         # an NBSP can complete a mojibake sequence ftfy did not see before.
         for _ in range(_MAX_ROUNDS):
             before = text
-            if self.stage.remove_invisible and _INVISIBLE_STARTS.search(text):
+            removable = _INVISIBLE_STARTS.search(text) is not None
+            if self.stage.remove_invisible and removable:
                 text = self.pattern.sub(tally.drop, text)
-            text = self._ftfy(text, tally.fixes)
+            # Text made only of characters no ftfy fix involves (printable ASCII, CJK, curly quotes,
+            # dashes) is left alone without ftfy's scans, which cost as much as extraction on CJK pages.
+            # Every mojibake ftfy repairs contains a Latin-1, Latin Extended, Cyrillic, box-drawing or
+            # other symbol character outside this set.
+            quiet = _FTFY_NOT_NEEDED.fullmatch(text) is not None
+            if not quiet:
+                text = self._ftfy(text, tally.fixes)
             if self.stage.unify_spaces:
-                text, n = _OTHER_SPACES.subn(" ", text)
+                text, n = _OTHER_SPACES.subn(" ", text) if not text.isascii() else (text, 0)
                 self.stats["spaces_unified"] += n
             if self.stage.collapse_whitespace:
                 text = self._whitespace(text, keep_indent=keep_indent)
             # Another round only if it could find something: the space steps
             # are idempotent on their own, so with nothing removable and
-            # nothing for ftfy left the text is already final.
-            if text == before or (_FTFY_NOT_NEEDED.fullmatch(text) and not _ANY_REMOVABLE.search(text)):
+            # nothing for ftfy left the text is already final. The space steps only turn characters
+            # into ASCII spaces and take spaces and line breaks out, so a round that began with
+            # nothing removable and had nothing for ftfy ends so too (the test is not needed).
+            if (
+                text == before
+                or (quiet and not removable)
+                or (_FTFY_NOT_NEEDED.fullmatch(text) and not _ANY_REMOVABLE.search(text))
+            ):
                 break
         return text
 
@@ -349,13 +371,6 @@ class _Cleaner:
             self.stats["whitespace_runs_collapsed"] += 0
 
     def _ftfy(self, text: str, fixes: list[str]) -> str:
-        # Fast path: text made only of characters no ftfy fix involves
-        # (printable ASCII, CJK, curly quotes, dashes) is left alone without
-        # ftfy's scans, which cost as much as extraction on CJK pages. Every
-        # mojibake ftfy repairs contains a Latin-1, Latin Extended, Cyrillic,
-        # box-drawing or other symbol character outside this set.
-        if _FTFY_NOT_NEEDED.fullmatch(text):
-            return text
         # Line by line, as ftfy.fix_text does: whether a segment decodes
         # depends on all of it, and reflow and the text loader later regroup
         # lines into other segments. A line is the unit that stays the same.
@@ -363,7 +378,10 @@ class _Cleaner:
         for i, line in enumerate(lines):
             if _FTFY_NOT_NEEDED.fullmatch(line):
                 continue
-            fixed, steps = ftfy.fix_and_explain(line, self.config)
+            known = self.fixed_lines.get(line)
+            if known is None:
+                known = self.fixed_lines[line] = ftfy.fix_and_explain(line, self.config)
+            fixed, steps = known
             if fixed != line:
                 self.stats["ftfy_fixes"] += 1
                 fixes.extend(f"{s.action} {s.parameter}" for s in steps or [])
@@ -374,13 +392,15 @@ class _Cleaner:
         # The run pattern's lookbehind skips line-leading indentation; the
         # strips are plain str methods (a regex anchored at line ends would
         # rescan a long run of spaces from each of its positions).
-        text, n = _SPACE_RUN.subn(" ", text)
+        # A run of two spaces or tabs holds two spaces or a tab; most text has neither.
+        text, n = _SPACE_RUN.subn(" ", text) if "  " in text or "\t" in text else (text, 0)
         self.stats["whitespace_runs_collapsed"] += n
         if keep_indent:
             lines = (line.rstrip(_TRAILING) for line in text.split("\n"))
         else:
             lines = (line.lstrip(" \t").rstrip(_TRAILING) for line in text.split("\n"))
-        return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n")
+        text = "\n".join(lines)
+        return (_BLANK_LINES.sub("\n\n", text) if "\n\n\n" in text else text).strip("\n")
 
     def _report(self, page: Page, before: str, after: str, tally: _Tally) -> None:
         if tally.fixes:

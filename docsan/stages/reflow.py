@@ -335,26 +335,54 @@ class _Vocabulary:
     while wrongly joining "well-\\nknown" would invent a word.
     """
 
+    # Words looked up in the text before the whole set is built: most documents ask a few
+    # questions (a handful of line-end hyphens) and the set costs a scan of every word (a 300 KB
+    # text: 11 ms); each lookup is one substring search, so a document that asks many pays for at
+    # most this many searches before it gets the set.
+    LOOKUPS = 32
+
     def __init__(self, doc: Document) -> None:
         self.doc = doc
+        self.text: str | None = None
         self.words: set[str] | None = None
-        self.hyphenated: set[str] = set()
+        self.hyphenated: set[str] | None = None
+        self.lookups = self.LOOKUPS
 
-    def _build(self) -> set[str]:
-        # Built on first use: most blocks never end a line with a hyphen.
-        text = "\n".join(b.text for _, b in self.doc.blocks()).lower()
+    def _text(self) -> str:
+        if self.text is None:
+            self.text = "\n".join(b.text for _, b in self.doc.blocks()).lower()
+        return self.text
+
+    def _hyphenated(self) -> set[str]:
         # Searched line by line, only where a line holds a hyphen (no match spans a line): the pattern
         # tried at every position of the whole text cost more than the rest of the vocabulary.
-        self.hyphenated = {
-            w.replace("\u2010", "-")
-            for line in text.split("\n")
-            if "-" in line or "\u2010" in line
-            for w in _HYPHENATED.findall(line)
-        }
-        return set(_WORD.findall(text))
+        if self.hyphenated is None:
+            self.hyphenated = {
+                w.replace("\u2010", "-")
+                for line in self._text().split("\n")
+                if "-" in line or "\u2010" in line
+                for w in _HYPHENATED.findall(line)
+            }
+        return self.hyphenated
+
+    def _is_word(self, word: str) -> bool:
+        """``word`` is one of the text's words: a whole run of letters in it, as :data:`_WORD` finds them."""
+        if not _WORD.fullmatch(word):
+            return False
+        if self.words is None:
+            text = self._text()
+            at = text.find(word)
+            while self.lookups > 0:
+                self.lookups -= 1
+                if at < 0:
+                    return False
+                end = at + len(word)
+                if (at == 0 or not _WORD.match(text, at - 1)) and not _WORD.match(text, end):
+                    return True
+                at = text.find(word, at + 1)
+            self.words = set(_WORD.findall(text))
+        return word in self.words
 
     def prefers_joined(self, head: str, tail: str) -> bool:
-        if self.words is None:
-            self.words = self._build()
         head, tail = head.lower(), tail.lower()
-        return f"{head}-{tail}" not in self.hyphenated and head + tail in self.words
+        return self._is_word(head + tail) and f"{head}-{tail}" not in self._hyphenated()

@@ -132,6 +132,8 @@ class SpecialTokens:
             # and the block's plain text is rebuilt from them.
             found = []
             rows = tuple(tuple(self._cell(c, guard, found) for c in row) for row in table.rows)
+            if not found:
+                return block
             table = replace(table, rows=rows)
             text = table_text(table)
         if not found:
