@@ -51,8 +51,7 @@ class DocsanLoader(BaseLoader):
         self.paths = [file_path] if isinstance(file_path, str | Path) else list(file_path)
         self.mode = mode
         # max_tokens: chunk_tokens' older name (deprecated; docsan.chunking.chunk_size). None: 512.
-        size = chunk_size(chunk_tokens, max_tokens, "DocsanLoader")
-        self.chunk_tokens = DEFAULT_CHUNK_TOKENS if size is None else size
+        self.chunk_tokens = chunk_size(chunk_tokens, max_tokens, "DocsanLoader", DEFAULT_CHUNK_TOKENS)
         self.overlap = overlap
         self.tokenizer = Tokenizer.load(tokenizer)
         self.config = config

@@ -45,8 +45,7 @@ class DocsanReader(BaseReader):
         max_tokens: int | None = None,
     ) -> None:
         # max_tokens: chunk_tokens' older name (deprecated; docsan.chunking.chunk_size). None: 512.
-        size = chunk_size(chunk_tokens, max_tokens, "DocsanReader")
-        self.chunk_tokens = DEFAULT_CHUNK_TOKENS if size is None else size
+        self.chunk_tokens = chunk_size(chunk_tokens, max_tokens, "DocsanReader", DEFAULT_CHUNK_TOKENS)
         self.overlap, self.chunked = overlap, chunked
         self.tokenizer = Tokenizer.load(tokenizer)
         self.config = config

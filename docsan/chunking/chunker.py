@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -52,17 +52,21 @@ DEFAULT_MAX_TOKENS = DEFAULT_CHUNK_TOKENS
 # Below this a byte-level tokenizer may not fit one character (up to 4 byte
 # tokens) plus the join, and no limit could be kept.
 MIN_CHUNK_TOKENS = 8
+# What chunk_size gives when no size was: the caller's default, or None for "no chunking".
+_Default = TypeVar("_Default", int, None)
 
 
-def chunk_size(chunk_tokens: int | None, max_tokens: int | None, where: str) -> int | None:
+def chunk_size(
+    chunk_tokens: int | None, max_tokens: int | None, where: str, default: _Default = None
+) -> int | _Default:
     """The chunk size given as ``chunk_tokens`` or by its older name ``max_tokens`` (a DeprecationWarning).
 
     Elsewhere in docsan (the runner, the gateway, ``docsan ask``) ``max_tokens`` is
     the answer's length, OpenAI's name, so a chunk's limit is ``chunk_tokens``; the
-    old keyword keeps working. None when neither is given (the caller's default).
+    old keyword keeps working. ``default`` when neither is given.
     """
     if max_tokens is None:
-        return chunk_tokens
+        return default if chunk_tokens is None else chunk_tokens
     if chunk_tokens is not None:
         raise ConfigError(f"{where}: max_tokens is the old name of chunk_tokens: give one of them")
     message = f"{where}: max_tokens is deprecated, use chunk_tokens (the same number)"
@@ -153,8 +157,7 @@ def iter_chunks(
     max_tokens: int | None = None,
 ) -> Iterator[Chunk]:
     """:func:`chunk`, one chunk at a time."""
-    size = chunk_size(chunk_tokens, max_tokens, "iter_chunks")
-    limit = DEFAULT_CHUNK_TOKENS if size is None else size
+    limit = chunk_size(chunk_tokens, max_tokens, "iter_chunks", DEFAULT_CHUNK_TOKENS)
     if limit < MIN_CHUNK_TOKENS:
         raise ConfigError(f"chunk: chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {limit}")
     if not 0 <= overlap < limit:
