@@ -32,6 +32,22 @@ ROW_THICKNESS = 1.8
 DEFAULT_SIZE = 10.0
 
 
+class Tenths(dict[float, float]):
+    """``round(x, 1)`` of each value looked up (``tenths[x]``), computed once per distinct value.
+
+    ``round`` to a number of digits formats the float as decimal digits and parses
+    them back, thousands of instructions a call; the extractor rounds a font size
+    for every line and a line's height for every table span, and a page holds a few
+    distinct ones. Make one per page or table: it keeps every value it saw.
+    (0.0 and -0.0 would share an entry: MuPDF's sizes are never negative, and
+    rounded heights are only compared.)
+    """
+
+    def __missing__(self, x: float) -> float:
+        rounded = self[x] = round(x, 1)
+        return rounded
+
+
 def font_size(block: Block) -> float:
     return block.font_size or DEFAULT_SIZE
 

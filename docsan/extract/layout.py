@@ -18,7 +18,7 @@ from itertools import islice
 from typing import NamedTuple, TypeVar
 
 from docsan.extract.mupdf import pymupdf
-from docsan.geometry import Rect
+from docsan.geometry import Rect, Tenths
 from docsan.tables.ruled import Span
 
 # Extraction flags: keep whitespace as drawn, drop text outside the media box,
@@ -273,6 +273,7 @@ def read_page(
             _add_vector(out, b)
     images: list[Rect] | None = None
     keep_spans = want_spans(out)
+    tenths = Tenths()
     for b in text_blocks:
         shown: list[Line] = []
         hidden: list[Line] = []
@@ -286,7 +287,7 @@ def read_page(
                     bbox = tuple(line["bbox"])
                     if keep_spans:
                         out.spans.append(Span(s["text"], tuple(s["bbox"]), (bbox[1] + bbox[3]) / 2))  # type: ignore[arg-type]
-                    shown.append(Line(s["text"], bbox, round(s["size"], 1)))  # type: ignore[arg-type]
+                    shown.append(Line(s["text"], bbox, tenths[s["size"]]))  # type: ignore[arg-type]
                     continue
             vis_spans = []
             # Most lines have no hidden or white text: no lists for them.

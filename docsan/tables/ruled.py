@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from docsan.geometry import Rect
+from docsan.geometry import Rect, Tenths
 from docsan.model import Cell, Table
 from docsan.tables.figures import is_figure
 from docsan.text.joining import join_pieces
@@ -396,13 +396,14 @@ def fill(grid: Grid, spans: Sequence[Span]) -> Table:
     exactly one text line per row.
     """
     by_region: dict[Region, dict[float, list[Piece]]] = {}
+    tenths = Tenths()
     for span in spans:
         height = span.bbox[3] - span.bbox[1]
         cy = (span.bbox[1] + span.bbox[3]) / 2
         for text, x0, x1 in _cut(span, grid.xs):
             region = grid.region_at((x0 + x1) / 2, cy)
             if region is not None:
-                by_region.setdefault(region, {}).setdefault(round(span.line_y, 1), []).append((x0, x1, height, text))
+                by_region.setdefault(region, {}).setdefault(tenths[span.line_y], []).append((x0, x1, height, text))
     cell_lines: dict[Region, list[Line]] = {}
     for region, by_line in by_region.items():
         lines = []
