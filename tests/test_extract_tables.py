@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from docsan.config import ExtractConfig
 from docsan.extract.pdf import load_pdf
 from docsan.model import Block, BlockKind, Document, Source, Table
-from docsan.tables.ruled import SNAP, _components
+from docsan.tables.ruled import SNAP, Span, _components, _cut
 
 NO_OCR = ExtractConfig(ocr="never")
 
@@ -165,3 +166,31 @@ def test_rule_components_are_the_touching_groups(seed: int) -> None:
     got = _components(hs, vs)
     # same groups, in order of their first horizontal rule, then of their first vertical one
     assert [({("h", hs.index(h)) for h in g[0]} | {("v", vs.index(v)) for v in g[1]}) for g in got] == want
+
+
+def _cut_by_character(text: str, x0: float, x1: float, inner: tuple[float, ...]) -> list[tuple[str, float, float]]:
+    """The definition of a span cut at column lines: each character, evenly spaced, joins the piece of its column."""
+    step = (x1 - x0) / len(text)
+    pieces: list[tuple[str, float, float]] = []
+    for i, ch in enumerate(text):
+        cx0 = x0 + i * step
+        col = bisect_right(inner, cx0 + step / 2)
+        if pieces and bisect_right(inner, pieces[-1][1] + step / 2) == col:
+            pieces[-1] = (pieces[-1][0] + ch, pieces[-1][1], cx0 + step)
+        else:
+            pieces.append((ch, cx0, cx0 + step))
+    return pieces
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_span_cut_at_column_lines_places_each_character(seed: int) -> None:
+    rnd = random.Random(seed)
+    for _ in range(500):
+        xs = tuple(sorted(round(rnd.uniform(0, 300), rnd.choice([0, 1, 3])) for _ in range(rnd.randint(1, 8))))
+        x0 = rnd.uniform(-20, 300)
+        x1 = x0 + rnd.choice([rnd.uniform(0, 320), rnd.uniform(0, 10)])
+        text = "".join(rnd.choice("ab 1.") for _ in range(rnd.randint(1, 60)))
+        got = _cut(Span(text, (x0, 0.0, x1, 10.0), 5.0), xs)
+        inner = tuple(x for x in xs if x0 + SNAP < x < x1 - SNAP)
+        # bit for bit: the cell text and the pieces' boxes are what later steps compare
+        assert got == (_cut_by_character(text, x0, x1, inner) if inner else [(text, x0, x1)])

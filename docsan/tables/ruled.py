@@ -374,16 +374,21 @@ def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
     if lo >= hi or not span.text:
         return [(span.text, x0, x1)]
     inner = xs[lo:hi]
-    step = (x1 - x0) / len(span.text)
+    text = span.text
+    step = (x1 - x0) / len(text)
+
+    def centre(i: int) -> float:
+        return x0 + i * step + step / 2
+
+    # Characters run left to right, so a column's piece ends at the first character whose centre
+    # passes the next column line: one binary search per piece, not a step per character.
     pieces: list[tuple[str, float, float]] = []
-    for i, ch in enumerate(span.text):
-        cx0 = x0 + i * step
-        col = bisect_right(inner, cx0 + step / 2)
-        if pieces and pieces[-1][0] and bisect_right(inner, pieces[-1][1] + step / 2) == col:
-            text, start, _ = pieces[-1]
-            pieces[-1] = (text + ch, start, cx0 + step)
-        else:
-            pieces.append((ch, cx0, cx0 + step))
+    start = 0
+    while start < len(text):
+        col = bisect_right(inner, centre(start))
+        end = len(text) if col == len(inner) else bisect_left(range(len(text)), inner[col], start + 1, key=centre)
+        pieces.append((text[start:end], x0 + start * step, x0 + (end - 1) * step + step))
+        start = end
     return pieces
 
 
