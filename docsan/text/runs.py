@@ -140,14 +140,21 @@ def _long_runs(
     found: list[Run] = []
     # The last dense octave's hashes of every window (width half): the next octave's follow by doubling.
     full: np.ndarray | None = None
+    # Where each stretch between separators ends (the sequence's end included), for the anchor test below.
+    bounds = np.append(np.flatnonzero(codes < 0), n)
     big = SMALL
     while big <= max_period and 2 * big <= n:
         half = big // 2
         anchors = np.arange(0, n - half - big + 1, half)
         # Skip anchors whose whole comparison range lies in one run of a smaller
-        # period (see the module docstring).
+        # period (see the module docstring), and those whose stretch ends before
+        # their nearest comparison window [a + big, a + big + half) does: no run
+        # crosses a separator, so theirs could only be hash collisions (in text
+        # cut into paragraphs, most anchors of the long periods' octaves).
         reach_at = reach.at(anchors)
-        keep_anchor = reach_at < anchors + half + 2 * big - 1
+        keep_anchor = (reach_at < anchors + half + 2 * big - 1) & (
+            bounds[np.searchsorted(bounds, anchors)] >= anchors + big + half
+        )
         anchors, reach_at = anchors[keep_anchor], reach_at[keep_anchor]
         if not anchors.size:
             full = None
