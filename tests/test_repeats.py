@@ -95,7 +95,7 @@ def test_long_runs_beside_separators_are_found(stretches: list[tuple[str, str]])
     codes[codes == ord("|")] = -1 - np.arange(len(texts) - 1)
     got = {(r.start, r.end, r.period) for r in find_runs(codes, max_period=256)}
     base = 0
-    for text, (noise, unit) in zip(texts, stretches, strict=True):
+    for text, (noise, _) in zip(texts, stretches, strict=True):
         expected = {(a + base, b + base, p) for a, b, p in _brute_runs(text, 256)}
         inside = {r for r in got if base <= r[0] < base + len(text)}
         assert inside <= expected  # within its stretch, never across a separator
