@@ -93,9 +93,11 @@ def find_runs(
 ) -> list[Run]:
     """All primitive maximal runs of ``codes`` with period <= ``max_period`` that ``keep`` accepts.
 
-    ``codes`` is an int64 array; give separators unique negative values so no
-    run crosses them. Runs contained in a run of a smaller period (the same
-    repetition seen with a multiple of its period) are not reported.
+    ``codes`` is an int64 array of non-negative codes and separators: give
+    separators unique negative values so no run crosses them (the long
+    periods' search relies on it: it skips what a separator cuts off). Runs
+    contained in a run of a smaller period (the same repetition seen with a
+    multiple of its period) are not reported.
     ``hashes``: :func:`prefix_hashes` of ``codes``, where the caller needs them too.
     """
     n = int(codes.size)
