@@ -165,8 +165,11 @@ def _long_runs(
         if not prefix.size:
             prefix, inv = prefix_hashes(codes)
         width = min(big, max_period + 1 - big)
-
-        dense = anchors.size * width >= n
+        # Hashing every window is one pass over n (a doubling, where the last octave was dense too);
+        # a sparse hash costs several per compared pair (gathers, two remainders). On the corpus the
+        # dense way pays from about a quarter of n pairs (instructions of the repeats stage: n/4 against
+        # n, n/2, n/8 and n/16 pairs).
+        dense = 4 * anchors.size * width >= n
         if dense:
             # Hash every window once (int32: residues < 2**31, half the memory traffic),
             # padded with unique negatives so windows past the end never match;
