@@ -79,6 +79,30 @@ def test_find_runs_respects_separators() -> None:
     assert {(r.start, r.end, r.period) for r in find_runs(codes, max_period=8)} == {(0, 6, 3), (7, 13, 3)}
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text(alphabet="ab", max_size=12), st.text(alphabet="abc", min_size=16, max_size=70)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_long_runs_beside_separators_are_found(stretches: list[tuple[str, str]]) -> None:
+    # Anchors whose stretch ends before their comparison window are skipped: a run that ends right at a
+    # separator (or at the end) is still found, and no run crosses one.
+    texts = [noise + unit * 2 for noise, unit in stretches]
+    codes = _codes("|".join(texts))
+    codes[codes == ord("|")] = -1 - np.arange(len(texts) - 1)
+    got = {(r.start, r.end, r.period) for r in find_runs(codes, max_period=256)}
+    base = 0
+    for text, (noise, _) in zip(texts, stretches, strict=True):
+        expected = {(a + base, b + base, p) for a, b, p in _brute_runs(text, 256)}
+        inside = {r for r in got if base <= r[0] < base + len(text)}
+        assert inside <= expected  # within its stretch, never across a separator
+        assert any(a <= base + len(noise) and base + len(text) <= b for a, b, _ in inside)
+        base += len(text) + 1
+
+
 def test_doubled_hashes_are_the_window_hashes() -> None:
     # find_runs derives each octave's window hashes from the last one's: they must be the same residues
     rng = np.random.default_rng(7)

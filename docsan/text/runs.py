@@ -93,9 +93,11 @@ def find_runs(
 ) -> list[Run]:
     """All primitive maximal runs of ``codes`` with period <= ``max_period`` that ``keep`` accepts.
 
-    ``codes`` is an int64 array; give separators unique negative values so no
-    run crosses them. Runs contained in a run of a smaller period (the same
-    repetition seen with a multiple of its period) are not reported.
+    ``codes`` is an int64 array of non-negative codes and separators: give
+    separators unique negative values so no run crosses them (the long
+    periods' search relies on it: it skips what a separator cuts off). Runs
+    contained in a run of a smaller period (the same repetition seen with a
+    multiple of its period) are not reported.
     ``hashes``: :func:`prefix_hashes` of ``codes``, where the caller needs them too.
     """
     n = int(codes.size)
@@ -140,14 +142,21 @@ def _long_runs(
     found: list[Run] = []
     # The last dense octave's hashes of every window (width half): the next octave's follow by doubling.
     full: np.ndarray | None = None
+    # Where each stretch between separators ends (the sequence's end included), for the anchor test below.
+    bounds = np.append(np.flatnonzero(codes < 0), n)
     big = SMALL
     while big <= max_period and 2 * big <= n:
         half = big // 2
         anchors = np.arange(0, n - half - big + 1, half)
         # Skip anchors whose whole comparison range lies in one run of a smaller
-        # period (see the module docstring).
+        # period (see the module docstring), and those whose stretch ends before
+        # their nearest comparison window [a + big, a + big + half) does: no run
+        # crosses a separator, so theirs could only be hash collisions (in text
+        # cut into paragraphs, most anchors of the long periods' octaves).
         reach_at = reach.at(anchors)
-        keep_anchor = reach_at < anchors + half + 2 * big - 1
+        keep_anchor = (reach_at < anchors + half + 2 * big - 1) & (
+            bounds[np.searchsorted(bounds, anchors)] >= anchors + big + half
+        )
         anchors, reach_at = anchors[keep_anchor], reach_at[keep_anchor]
         if not anchors.size:
             full = None
@@ -156,8 +165,11 @@ def _long_runs(
         if not prefix.size:
             prefix, inv = prefix_hashes(codes)
         width = min(big, max_period + 1 - big)
-
-        dense = anchors.size * width >= n
+        # Hashing every window is one pass over n (a doubling, where the last octave was dense too);
+        # a sparse hash costs several per compared pair (gathers, two remainders). On the corpus the
+        # dense way pays from about a quarter of n pairs (instructions of the repeats stage: n/4 against
+        # n, n/2, n/8 and n/16 pairs).
+        dense = 4 * anchors.size * width >= n
         if dense:
             # Hash every window once (int32: residues < 2**31, half the memory traffic),
             # padded with unique negatives so windows past the end never match;
