@@ -254,15 +254,19 @@ def _run(
     # Largest files first, so that a long document does not start last and run alone at the end
     # (the order of the results does not depend on it). pop() takes from the end.
     todo = sorted(enumerate(sources), key=lambda task: _size(task[1]))
+
+    def hand_out(slot: _Slot) -> None:
+        if slot.task is None and todo:
+            slot.task = todo.pop()
+            slot.deadline = time.monotonic() + timeout
+            # A worker that died idle cannot take it: its sentinel fails the document below.
+            with contextlib.suppress(BrokenPipeError, OSError):
+                slot.conn.send(slot.task)
+
     try:
         while True:
             for slot in pool.slots:
-                if slot.task is None and todo:
-                    slot.task = todo.pop()
-                    slot.deadline = time.monotonic() + timeout
-                    # A worker that died idle cannot take it: its sentinel fails the document below.
-                    with contextlib.suppress(BrokenPipeError, OSError):
-                        slot.conn.send(slot.task)
+                hand_out(slot)
             busy = [s for s in pool.slots if s.task is not None]
             if not busy:
                 return
@@ -291,6 +295,9 @@ def _run(
                     pool.replace(slot)
                 else:
                     continue
+                # The worker gets its next document before this result goes to the consumer (which renders
+                # and writes it): it works meanwhile instead of waiting for the parent.
+                hand_out(slot)
                 yield index, outcome
                 if fail_fast and not outcome.ok:
                     return
