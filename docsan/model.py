@@ -28,13 +28,13 @@ _T = TypeVar("_T")
 def _pickled_by_fields(cls: type[_T]) -> type[_T]:
     """Pickle a frozen, slotted dataclass as the tuple of its field values, as dataclasses do, but quicker.
 
-    Why: for such a class, dataclasses (3.11 to 3.13) pickle through a
+    Why: for such a class, dataclasses (CPython 3.11) pickle through a
     ``__getstate__``/``__setstate__`` pair that calls ``dataclasses.fields``
     on every object. A ``--jobs`` run sends each result (the original and the
     cleaned document, the report) from its worker to the parent: on the
-    corpus's 19 text-layer files, some 32,000 cells, blocks, boxes and changes,
-    and those calls were two thirds of the pickling's 0.3 CPU s
-    (docs/benchmarks.md, "Worker processes, branch jobs8").
+    corpus's 19 text-layer files, some 32,000 cells, blocks, boxes and changes:
+    the round trip took 0.19-0.21 CPU s with those calls, 0.115 s without
+    (docs/benchmarks.md, "Worker processes (``--jobs``), branch ``jobs8``").
     """
     names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
     values = attrgetter(*names)
