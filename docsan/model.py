@@ -14,12 +14,41 @@ vocabulary of change codes and assembles the audit.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from operator import attrgetter
+from typing import Any, TypeVar
 
 from docsan.errors import InputError
+
+_T = TypeVar("_T")
+
+
+def _pickled_by_fields(cls: type[_T]) -> type[_T]:
+    """Pickle a frozen, slotted dataclass as the tuple of its field values, as dataclasses do, but quicker.
+
+    Why: for such a class, dataclasses (CPython 3.11) pickle through a
+    ``__getstate__``/``__setstate__`` pair that calls ``dataclasses.fields``
+    on every object. A ``--jobs`` run sends each result (the original and the
+    cleaned document, the report) from its worker to the parent: on the
+    corpus's 19 text-layer files, some 32,000 cells, blocks, boxes and changes:
+    the round trip took 0.19-0.21 CPU s with those calls, 0.115 s without
+    (docs/benchmarks.md, "Worker processes (``--jobs``), branch ``jobs8``").
+    """
+    names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    values = attrgetter(*names)
+
+    def __getstate__(self: _T) -> tuple[Any, ...]:
+        return values(self)
+
+    def __setstate__(self: _T, state: tuple[Any, ...]) -> None:
+        for name, value in zip(names, state, strict=True):
+            object.__setattr__(self, name, value)  # frozen: the way dataclasses' own __init__ sets a field
+
+    cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
+    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    return cls
 
 
 class BlockKind(StrEnum):
@@ -40,6 +69,7 @@ class Source(StrEnum):
     CHAT = "chat"
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class BBox:
     """A rectangle in PDF points, origin top-left (PyMuPDF's convention)."""
@@ -58,6 +88,7 @@ class BBox:
         return self.y1 - self.y0
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Cell:
     """One grid position of a table.
@@ -73,6 +104,7 @@ class Cell:
     covered: bool = False
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Table:
     """A rectangular grid of cells; row 0 is the header when ``header_rows`` > 0."""
@@ -99,6 +131,7 @@ class Table:
         return [[c.text for c in r] for r in self.rows]
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Block:
     """A run of text the extractor saw as one unit: a paragraph, a heading, a table.
@@ -125,6 +158,7 @@ class Block:
         return replace(self, text=text)
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Page:
     """One page of a PDF, one form-feed section of a text file, or one chat message.
@@ -149,6 +183,7 @@ class Page:
         return "\n\n".join(b.text for b in self.blocks if b.text)
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Gap:
     """Text the output lacks and the reader must be told about: the result is partial.
@@ -166,6 +201,7 @@ class Gap:
         return f"page {self.page}: {self.reason}" if self.page is not None else self.reason
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     """An OpenAI chat request as it was given, kept beside its chat document so the output has the same shape.
@@ -193,6 +229,7 @@ class ChangeKind(StrEnum):
     FINDING = "finding"
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Change:
     """One removal, rewrite or finding, by a stage or by the extraction.
@@ -233,6 +270,7 @@ class DocumentKind(StrEnum):
     CHAT = "chat"
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Document:
     """An extracted document: what every stage takes and returns."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import jsonschema
@@ -48,6 +49,15 @@ def test_fixture_documents_round_trip_through_json(fixtures_dir: Path, name: str
         assert data["schema_version"] == SCHEMA_VERSION
         validator("document").validate(data)
         assert Document.from_dict(data) == doc
+
+
+@pytest.mark.parametrize("name", ["bilingual_report.pdf", "noisy_upload.txt", "chat_history.json"])
+def test_results_round_trip_through_pickle(fixtures_dir: Path, name: str) -> None:
+    # How a --jobs worker hands its result to the parent, and a Ray task to the driver.
+    result = docsan.clean_file(fixtures_dir / name, NO_OCR)
+    back = pickle.loads(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == result
+    assert back.report.to_dict() == result.report.to_dict()
 
 
 def test_pdf_structure_keeps_pages_blocks_boxes_and_table_grids(fixtures_dir: Path) -> None:

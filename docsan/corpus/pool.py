@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import pickle
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -63,7 +64,7 @@ def _worker(
     max_rss_mb: float | None,
     count: Callable[[str], int] | None,
 ) -> None:
-    """Clean each path received until ``None`` arrives; the reply is ``(index, outcome, retiring)``.
+    """Clean each path received until ``None`` arrives; the reply is ``(index, retiring)``, then the pickled outcome.
 
     ``retiring``: the worker's peak memory passed ``max_rss_mb``; it exits after this reply.
     """
@@ -81,10 +82,14 @@ def _worker(
         outcome = clean_input(source, config, pipeline, count=count)
         retiring = max_rss_mb is not None and _peak_rss_mb() > max_rss_mb
         try:
-            conn.send((index, outcome, retiring))
+            payload = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as err:  # noqa: BLE001 - a result that cannot be sent fails its document only
             error = Outcome(source, error=f"{source}: internal error (result not sendable: {err})")
-            conn.send((index, error, retiring))
+            payload = pickle.dumps(error, protocol=pickle.HIGHEST_PROTOCOL)
+        # The small header comes first: with it the parent can hand out the next document before it
+        # unpickles this one (tens of milliseconds for a long document), so this worker does not wait.
+        conn.send((index, retiring))
+        conn.send_bytes(payload)
         if retiring:
             return
 
@@ -254,15 +259,19 @@ def _run(
     # Largest files first, so that a long document does not start last and run alone at the end
     # (the order of the results does not depend on it). pop() takes from the end.
     todo = sorted(enumerate(sources), key=lambda task: _size(task[1]))
+
+    def hand_out(slot: _Slot) -> None:
+        if slot.task is None and todo:
+            slot.task = todo.pop()
+            slot.deadline = time.monotonic() + timeout
+            # A worker that died idle cannot take it: its sentinel fails the document below.
+            with contextlib.suppress(BrokenPipeError, OSError):
+                slot.conn.send(slot.task)
+
     try:
         while True:
             for slot in pool.slots:
-                if slot.task is None and todo:
-                    slot.task = todo.pop()
-                    slot.deadline = time.monotonic() + timeout
-                    # A worker that died idle cannot take it: its sentinel fails the document below.
-                    with contextlib.suppress(BrokenPipeError, OSError):
-                        slot.conn.send(slot.task)
+                hand_out(slot)
             busy = [s for s in pool.slots if s.task is not None]
             if not busy:
                 return
@@ -273,7 +282,8 @@ def _run(
                 index, source = slot.task
                 if slot.conn in ready:
                     try:
-                        got, outcome, retiring = slot.conn.recv()
+                        got, retiring = slot.conn.recv()
+                        payload = slot.conn.recv_bytes()
                     except (EOFError, OSError):  # died while sending
                         outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
                         pool.replace(slot)
@@ -282,6 +292,8 @@ def _run(
                         slot.task = None
                         if retiring:
                             pool.replace(slot)
+                        hand_out(slot)
+                        outcome = pickle.loads(payload)
                 elif slot.process.sentinel in ready:
                     slot.process.join()
                     outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
@@ -291,6 +303,9 @@ def _run(
                     pool.replace(slot)
                 else:
                     continue
+                # The worker gets its next document before this result is unpickled (above) and goes to the
+                # consumer, which renders and writes it: it works meanwhile instead of waiting for the parent.
+                hand_out(slot)
                 yield index, outcome
                 if fail_fast and not outcome.ok:
                     return
