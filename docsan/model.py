@@ -37,6 +37,9 @@ def _pickled_by_fields(cls: type[_T]) -> type[_T]:
     (docs/benchmarks.md, "Worker processes (``--jobs``), branch ``jobs8``").
     """
     names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    # attrgetter of a single name returns the value itself, not a 1-tuple: __setstate__ would misread it.
+    if len(names) < 2:
+        raise TypeError(f"{cls.__name__}: _pickled_by_fields needs at least two fields")
     values = attrgetter(*names)
 
     def __getstate__(self: _T) -> tuple[Any, ...]:
