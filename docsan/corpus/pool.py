@@ -292,7 +292,7 @@ def _run(
                         slot.task = None
                         if retiring:
                             pool.replace(slot)
-                        hand_out(slot)
+                        hand_out(slot)  # before the unpickling: tens of milliseconds for a long document
                         outcome = pickle.loads(payload)
                 elif slot.process.sentinel in ready:
                     slot.process.join()
@@ -303,8 +303,9 @@ def _run(
                     pool.replace(slot)
                 else:
                     continue
-                # The worker gets its next document before this result is unpickled (above) and goes to the
-                # consumer, which renders and writes it: it works meanwhile instead of waiting for the parent.
+                # The consumer renders and writes this outcome before the loop comes round again: the slot's
+                # worker (after a reply it already has; after a death or time-out, its fresh replacement) gets
+                # its next document first, so it works meanwhile instead of waiting for the parent.
                 hand_out(slot)
                 yield index, outcome
                 if fail_fast and not outcome.ok:

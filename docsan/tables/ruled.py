@@ -387,6 +387,8 @@ def _cut(span: Span, xs: tuple[float, ...]) -> list[tuple[str, float, float]]:
     while start < len(text):
         col = bisect_right(inner, centre(start))
         end = len(text) if col == len(inner) else bisect_left(range(len(text)), inner[col], start + 1, key=centre)
+        # The end written as the last character's start plus a step: the same float the per-character
+        # definition gave (x0 + end * step can differ in the last bit).
         pieces.append((text[start:end], x0 + start * step, x0 + (end - 1) * step + step))
         start = end
     return pieces
