@@ -317,6 +317,8 @@ def clean(
             for gap in result.report.gaps:
                 # A partial result says so where a person or a script looks: stderr and the exit status.
                 err_console.print(f"{outcome.source}: {gap}", highlight=False, markup=False)
+            if (dropped := _budget_kept_nothing(result)) is not None:
+                err_console.print(f"docsan: {outcome.source}: {dropped}", highlight=False, markup=False)
             partial += result.report.partial
             reports.append(result.report.to_dict())
             if html_report is not None:
@@ -345,6 +347,27 @@ def clean(
         raise typer.Exit(ExitCode.FAILED)
     if partial:
         raise typer.Exit(ExitCode.PARTIAL)
+
+
+def _budget_kept_nothing(result: CleanResult) -> str | None:
+    """A warning when the budget (--budget or the TOML's) dropped every paragraph of a document that had some.
+
+    Every dropped paragraph is in the report, so nothing is lost silently; but
+    an empty output file with exit 0 looks like success to a person and a script
+    alike, while it almost always means the budget was meant for something else
+    (``ask`` refuses such a budget outright; ``clean`` has no question to fit it to).
+    """
+    try:
+        stats = result.report.stage("budget").stats
+    except KeyError:
+        return None
+    total, kept = stats.get("units_total", 0), stats.get("units_kept")
+    if result.document.is_chat or not total or kept != 0:
+        return None
+    return (
+        f"a budget of {stats['budget']} tokens keeps none of its {total} paragraphs ({stats['tokens_in']} tokens): "
+        "the output is empty; give a larger budget (the report lists what was dropped)"
+    )
 
 
 def _make_dir(path: Path, flag: str) -> None:

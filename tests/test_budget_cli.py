@@ -158,3 +158,17 @@ def test_a_budget_below_one_is_refused_in_the_same_words_everywhere(tmp_path: Pa
     for command in (["clean", str(src), "--budget", "0"], ["ask", str(src), "why?", "--dry-run", "--budget", "0"]):
         result = runner.invoke(app, command)
         assert result.exit_code == 2 and result.stderr == f"docsan: error: --budget: {words}\n", result.output
+
+
+def test_a_budget_that_keeps_nothing_is_said_on_stderr(fixtures_dir: Path, tmp_path: Path) -> None:
+    """Exit 0 (the budget was obeyed) and an empty file, but not in silence: stderr names the file."""
+    pdf = fixtures_dir / "bilingual_report.pdf"
+    out = tmp_path / "out.txt"
+    code, output = clean(str(pdf), "--budget", "5", "-o", str(out))
+    assert code == 0, output
+    assert out.read_text(encoding="utf-8").strip() == ""
+    assert f"{pdf}: a budget of 5 tokens keeps none of its" in output
+    # A budget that keeps something warns of nothing.
+    code, output = clean(str(pdf), "--budget", "200", "-o", str(out))
+    assert code == 0 and out.read_text(encoding="utf-8").strip()
+    assert "keeps none" not in output
