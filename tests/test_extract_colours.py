@@ -30,12 +30,12 @@ LINES = [
 WHITE = {"cmyk white", "cmyk key three", "cmyk key six", "cmyk cyan five", "grey six"}
 
 
-def _coloured_text_pdf(path: Path) -> Path:
-    """One page, each line of LINES drawn in its colour with a raw content stream (no fills, no images)."""
+def _coloured_text_pdf(path: Path, lines: list[tuple[str, str]]) -> Path:
+    """One page, each (label, colour operator) line drawn in its colour by a raw content stream, no fills."""
     with pymupdf.open() as pdf:
         page = pdf.new_page()
         page.insert_text((72, 72), "x", fontname="helv")  # puts the font /helv in the page's resources
-        ops = [f"BT /helv 11 Tf 72 {760 - 20 * i} Td {op} ({label}) Tj ET" for i, (label, op) in enumerate(LINES)]
+        ops = [f"BT /helv 11 Tf 72 {760 - 20 * i} Td {op} ({label}) Tj ET" for i, (label, op) in enumerate(lines)]
         pdf.update_stream(page.get_contents()[0], "\n".join(ops).encode())
         pdf.save(path)
     return path
@@ -43,7 +43,7 @@ def _coloured_text_pdf(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def coloured(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _coloured_text_pdf(tmp_path_factory.mktemp("colours") / "cmyk.pdf")
+    return _coloured_text_pdf(tmp_path_factory.mktemp("colours") / "cmyk.pdf", LINES)
 
 
 def test_light_cmyk_tints_are_white_text_and_dark_ones_are_kept(coloured: Path) -> None:
@@ -58,13 +58,8 @@ def test_light_cmyk_tints_are_white_text_and_dark_ones_are_kept(coloured: Path) 
 def test_a_key_tint_is_judged_as_the_same_ink_in_grey(tmp_path: Path, tint: float) -> None:
     # PDF's own relation between the two spaces: k = 1 - grey. With MuPDF's ICC profiles 6 % key
     # would be kept while 94 % grey is dropped.
-    with pymupdf.open() as pdf:
-        page = pdf.new_page()
-        page.insert_text((72, 72), "x", fontname="helv")
-        ops = f"BT /helv 11 Tf 72 700 Td 0 0 0 {tint} k (key) Tj ET BT /helv 11 Tf 72 600 Td {1 - tint:.3f} g (grey) Tj ET"
-        pdf.update_stream(page.get_contents()[0], ops.encode())
-        pdf.save(tmp_path / "tint.pdf")
-    doc = load_pdf(tmp_path / "tint.pdf", NO_OCR)
+    path = _coloured_text_pdf(tmp_path / "tint.pdf", [("key", f"0 0 0 {tint} k"), ("grey", f"{1 - tint:.3f} g")])
+    doc = load_pdf(path, NO_OCR)
     dropped = "\n".join(c.text for c in doc.extraction if c.code == "extract.white_text")
     assert ("key" in dropped) == ("grey" in dropped) == (tint <= 0.06)
 
