@@ -13,10 +13,10 @@ pymupdf4llm's import also changes three process-wide MuPDF settings, and
 docsan's extractor (line boxes, column gutters, heading sizes) was tuned
 with them in force, so :func:`_settings` sets them explicitly instead.
 
-One more setting is switched only around docsan's own calls, never left
-changed: :func:`colour_management`. docsan's text passes run without MuPDF's
-colour management (ICC), its renders with it, as MuPDF has it by default.
-Docs/extraction.md ("Colours without colour management") says why and what
+One more setting is switched only around docsan's own calls and left on,
+MuPDF's default, after them: :func:`colour_management`. docsan's text passes
+run without MuPDF's colour management (ICC), its renders with it.
+docs/extraction.md ("Colours without colour management") says why and what
 it means for CMYK text.
 """
 
