@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import NamedTuple, TypeVar
 
-from docsan.extract.mupdf import pymupdf
+from docsan.extract.mupdf import colour_management, pymupdf
 from docsan.geometry import Rect, Tenths
 from docsan.tables.ruled import Span
 
@@ -259,8 +259,10 @@ def read_page(
     content is too large for them): no rules, and no fills under white text.
     """
     flags = TEXT_FLAGS if drawings else TEXT_FLAGS & ~pymupdf.TEXT_COLLECT_VECTORS
-    # The TextPage is kept for the glyphless pass below, which reads the same page.
-    textpage = page.get_textpage(flags=flags)
+    # The TextPage is kept for the glyphless pass below, which reads the same page. Its colours are
+    # only tested against white: MuPDF's plain conversion, not its ICC profiles (docs/extraction.md).
+    with colour_management(False):
+        textpage = page.get_textpage(flags=flags)
     data = textpage.extractDICT()
     if page.rotation:
         to_display(data, page)

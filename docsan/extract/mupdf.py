@@ -12,6 +12,12 @@ plugin then), and ``Document.to_markdown()`` & co. import pymupdf4llm on first u
 pymupdf4llm's import also changes three process-wide MuPDF settings, and
 docsan's extractor (line boxes, column gutters, heading sizes) was tuned
 with them in force, so :func:`_settings` sets them explicitly instead.
+
+One more setting is switched only around docsan's own calls and left on,
+MuPDF's default, after them: :func:`colour_management`. docsan's text passes
+run without MuPDF's colour management (ICC), its renders with it.
+docs/extraction.md ("Colours without colour management") says why and what
+it means for CMYK text.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 _ADDONS = ("pymupdf.layout", "pymupdf4llm")
@@ -67,3 +76,35 @@ def _import_without_addons() -> ModuleType:
 pymupdf = _import_without_addons()
 # Also when PyMuPDF was imported first: the settings must not depend on which add-ons are installed.
 _settings(pymupdf)
+
+
+# MuPDF's colour management is one flag of its one context (PyMuPDF runs MuPDF single-threaded):
+# switching it affects every thread. Text passes and renders switch it under this lock, so that a
+# server extracting in threads judges text colours and draws pages the same as one extraction alone.
+_COLOUR_LOCK = threading.Lock()
+
+
+@contextmanager
+def colour_management(enabled: bool) -> Iterator[None]:
+    """MuPDF's colour management on or off for the MuPDF calls inside; on (MuPDF's default) again after.
+
+    Off, MuPDF converts a text or vector colour to RGB by formula (``r = 1 - min(1, c + k)`` for
+    CMYK) instead of through the ICC profiles: the first conversion from each colour space costs
+    ~125 M instructions (an lcms link sampling the CMYK profile), 6 links and 4 % of a whole
+    ``clean`` on the corpus, for colours that are only tested against white. Renders for OCR keep
+    it on: the grey render of an RGB scan differs without it (up to 70 of 255 levels on the corpus).
+
+    PyMuPDF has no getter for the flag: a caller that had switched it off finds it on after this.
+    Keep one MuPDF call inside (the lock does not nest).
+    """
+    # MuPDF's own switches: PyMuPDF's ``TOOLS.set_icc(True)`` raises where MuPDF is built without ICC
+    # (there fz_enable_icc only warns, and MuPDF's warnings are off).
+    with _COLOUR_LOCK:
+        if enabled:
+            pymupdf.mupdf.fz_enable_icc()
+        else:
+            pymupdf.mupdf.fz_disable_icc()
+        try:
+            yield
+        finally:
+            pymupdf.mupdf.fz_enable_icc()

@@ -43,7 +43,7 @@ from docsan.config import ExtractConfig
 from docsan.extract import tesseract
 from docsan.extract.content_size import MIB
 from docsan.extract.image_decode import PageImage, decoded_mib, page_images
-from docsan.extract.mupdf import pymupdf
+from docsan.extract.mupdf import colour_management, pymupdf
 from docsan.extract.tesseract import OcrFailedError, OcrTimeout, OcrUnavailableError
 from docsan.model import BBox, Block, Gap, Source
 from docsan.text.joining import join_pieces
@@ -139,7 +139,9 @@ def _within_decode_limit(page: pymupdf.Page, dpi: int, limit: float, out: OcrPag
 
 def _render(page: pymupdf.Page, dpi: int) -> Image.Image:
     """The page in grey at ``dpi``, and nothing of it left in MuPDF's memory (see the module docstring)."""
-    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
+    # With colour management, and not while another thread's text pass has it off.
+    with colour_management(True):
+        pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
     # MuPDF's store keeps the scan's decoded full-resolution image (up to 256 MB) for a reuse that does not
     # come: a scan page is drawn once. Emptying it now, not at the end of the document, is what keeps it out
     # of the memory held through OSD and recognition.

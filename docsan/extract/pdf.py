@@ -24,7 +24,7 @@ from docsan.errors import InputError
 from docsan.extract import layout, textlayer_quality
 from docsan.extract.content_size import MIB, decoded_size
 from docsan.extract.layout import PageText, TextBox
-from docsan.extract.mupdf import pymupdf
+from docsan.extract.mupdf import colour_management, pymupdf
 from docsan.geometry import Rect
 from docsan.model import BBox, Block, BlockKind, Change, ChangeKind, Document, DocumentKind, Gap, Page, Source
 from docsan.render import table_text
@@ -244,7 +244,10 @@ class _Draft:
 
 
 def _image_rects(page: pymupdf.Page) -> list[Rect]:
-    return [tuple(info["bbox"]) for info in page.get_image_info()]  # type: ignore[misc]
+    # get_image_info is a text pass too (its TextPage converts every text colour): boxes need no ICC.
+    with colour_management(False):
+        info = page.get_image_info()
+    return [tuple(i["bbox"]) for i in info]  # type: ignore[misc]
 
 
 def _image_coverage(page: pymupdf.Page) -> float:
