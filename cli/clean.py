@@ -16,7 +16,7 @@ from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
 from docsan.corpus.collector import tune_for_batch
 from docsan.errors import DocsanError
 from docsan.pipeline import CleanResult
-from docsan.render import OutputFormat, dumps
+from docsan.render import OutputFormat, dumps, dumps_list
 
 from .common import (
     ConfigOption,
@@ -277,7 +277,8 @@ def clean(
 
     summary = Summary(count, verbose=verbose) if count is not None and show_summary else None
     results: list[CleanResult] = []
-    reports: list[dict[str, object]] = []
+    # Each document's report as JSON text, written as it comes in (docsan.render.dumps_list says why).
+    reports: list[str] = []
     written: set[Path] = set()
     failed = partial = 0
     done = pages_done = 0
@@ -320,7 +321,8 @@ def clean(
             if (dropped := _budget_kept_nothing(result)) is not None:
                 err_console.print(f"docsan: {outcome.source}: {dropped}", highlight=False, markup=False)
             partial += result.report.partial
-            reports.append(result.report.to_dict())
+            if report is not None:
+                reports.append(dumps(result.report.to_dict()))
             if html_report is not None:
                 results.append(result)
             if summary is not None:
@@ -329,8 +331,8 @@ def clean(
     if corpus_dedupe:
         dedupe.close()
     if report is not None:
-        payload: object = reports[0] if not several and reports else reports
-        _write(report, dumps(payload) + "\n", "--report")
+        report_text = reports[0] if not several and reports else dumps_list(reports)
+        _write(report, report_text + "\n", "--report")
     if html_report is not None:
         from docsan.report_html import render_report_html  # difflib and its page template: only for this flag
 

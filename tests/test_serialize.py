@@ -16,7 +16,7 @@ import docsan
 from cli.main import app
 from docsan import BBox, Block, BlockKind, Cell, Document, DocumentKind, InputError, Page, Source, Table
 from docsan.model import SCHEMA_VERSION
-from docsan.render import render_text
+from docsan.render import dumps, dumps_list, render_text
 from docsan.schema import json_schema
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "docs" / "schema"
@@ -113,6 +113,21 @@ def test_any_document_round_trips(doc: Document) -> None:
     data = json.loads(json.dumps(doc.to_dict()))
     validator("document").validate(data)
     assert Document.from_dict(data) == doc
+
+
+# Besides hypothesis's text: a line break, a lone surrogate (dumps escapes it) and CJK inside strings.
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+json_values = st.recursive(
+    json_scalars | st.sampled_from(["a\nb", "x\ud800y", "中文\r\n"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(json_values, max_size=5))
+def test_a_list_joined_from_its_items_json_is_the_lists_json(items: list[object]) -> None:
+    assert dumps_list([dumps(item) for item in items]) == dumps(items)
 
 
 @pytest.mark.parametrize(
