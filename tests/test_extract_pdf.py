@@ -156,6 +156,8 @@ def test_quality_scores_real_text_and_junk() -> None:
         ("(cid:12)", (0, 0, 1)),
         ("x(cid:7)", (0, 0, 1)),  # a marker inside a token
         ("GLYPH<3>", (0, 0, 1)),
+        ("(cid:x)", (1, 0, 0)),  # a marker's start without the marker: judged as any other token
+        ("GLYPH<3", (1, 0, 0)),  # ... nor an unclosed one
         ("a\x7fb", (0, 0, 1)),  # DEL is a control character too
         ("a|b", (0, 0, 1)),  # each ASCII symbol that is odd between letters
         ("x~y", (0, 0, 1)),

@@ -75,11 +75,16 @@ _SCRIPT_OF_LETTER = regex.compile(
 )
 # The ASCII characters _BAD_CHAR matches, and those that _ODD_INSIDE can match between two
 # letters (no other ASCII character is in its sets): an ASCII token with none of them needs
-# neither pattern. _MARKER can only match where one of its markers starts.
+# neither pattern. _MARKER can only match where one of its markers starts (a substring test).
 _ASCII = [chr(c) for c in range(128)]
 _ASCII_BAD_CHARS = frozenset(c for c in _ASCII if _BAD_CHAR.match(c))
 _ASCII_ODD = frozenset(c for c in _ASCII if _ODD_INSIDE.search(f"a{c}a"))
-_MARKER_START = regex.compile(r"\(cid:|GLYPH<")
+_MARKER_CID, _MARKER_GLYPH = "(cid:", "GLYPH<"
+# An ASCII token's letters and digits (str.isalnum's, in ASCII exactly [A-Za-z0-9]) and its leaders,
+# counted by deleting them with str.translate: one pass in C, not a call per character. The tables
+# are lists indexed by code point, so no lookup misses (a miss in a dict table raises a KeyError).
+_DELETE_ALNUM = [None if c.isalnum() else c for c in _ASCII]
+_DELETE_LEADERS = [None if c in _LEADERS else c for c in _ASCII]
 # Scripts that share words with Latin letters in real text (product names, units, codes).
 _MIXES_WITH_LATIN = frozenset({"CJK", "Latin"})
 
@@ -178,23 +183,29 @@ def _classify_ascii(token: str) -> str | None:
         return "good"  # the commonest token: a plain word, none of the checks below can fire
     # The patterns only where they can match (a set test or a substring search costs a tenth of a
     # regex search, and most of a page's distinct tokens are numbers and words with punctuation).
-    if not _ASCII_BAD_CHARS.isdisjoint(token) or (_MARKER_START.search(token) and _MARKER.search(token)):
+    marker = (_MARKER_CID in token or _MARKER_GLYPH in token) and _MARKER.search(token)
+    if marker or not _ASCII_BAD_CHARS.isdisjoint(token):
         return "bad"
-    alnum = sum(map(str.isalnum, token))
+    rest = token.translate(_DELETE_ALNUM)
+    alnum = len(token) - len(rest)
     if not alnum:
         return None
-    symbols = len(token) - alnum - sum(map(_LEADERS.__contains__, token))
+    symbols = len(rest.translate(_DELETE_LEADERS))
     if symbols > 2 * alnum:
         return "bad"
     return "bad" if not _ASCII_ODD.isdisjoint(token) and _ODD_INSIDE.search(token) else "good"
+
+
+# A token's units by its verdict, as ints: assess() adds them, and int + int is the interpreter's fast path
+# (bool + int is not).
+_UNITS_OF_KIND = {"good": (1, 0, 0), "bad": (0, 0, 1), None: (0, 0, 0)}
 
 
 @lru_cache(maxsize=65536)
 def _token_units(token: str) -> tuple[int, int, int]:
     """(good, unknown, bad) units of one whitespace token; cached, as running text repeats tokens."""
     if token.isascii():
-        kind = _classify_token(token)
-        return (kind == "good", 0, kind == "bad")
+        return _UNITS_OF_KIND[_classify_ascii(token)]
     good = unknown = bad = 0
     hans = _HAN.findall(token)
     if hans:
@@ -217,9 +228,11 @@ def _token_units(token: str) -> tuple[int, int, int]:
 def assess(text: str) -> Quality:
     """Count good, unknown and bad units in ``text`` (see the module docstring)."""
     good = unknown = bad = 0
-    for token in text.split():
-        g, u, b = _token_units(token)
-        good, unknown, bad = good + g, unknown + u, bad + b
+    # map() calls the cache in C; the loop body is three in-place adds, no tuple built per token.
+    for g, u, b in map(_token_units, text.split()):
+        good += g
+        unknown += u
+        bad += b
     return Quality(good, unknown, bad)
 
 
