@@ -129,6 +129,8 @@ def render_text(doc: Document, *, markdown: bool = False, table_html: bool = Fal
     return "\n\n".join(p for p in parts if p.strip())
 
 
+# dumps' indent, which dumps_list repeats to nest items written on their own.
+_JSON_INDENT = "  "
 # A lone surrogate (from a JSON "\\ud800" escape) cannot be written as UTF-8.
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
@@ -141,7 +143,7 @@ def dumps(obj: Any) -> str:
     file holding one was a traceback); written as an escape it is valid JSON
     that reads back as the same string.
     """
-    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    text = json.dumps(obj, ensure_ascii=False, indent=_JSON_INDENT)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
 
 
@@ -157,7 +159,8 @@ def dumps_list(items: list[str]) -> str:
     """
     if not items:
         return "[]"
-    return "[\n  " + ",\n  ".join(item.replace("\n", "\n  ") for item in items) + "\n]"
+    pad = _JSON_INDENT
+    return f"[\n{pad}" + f",\n{pad}".join(item.replace("\n", "\n" + pad) for item in items) + "\n]"
 
 
 def render_html(doc: Document) -> str:
