@@ -243,6 +243,12 @@ def test_memory_limit_503_when_the_ledger_is_full_and_recovery(tmp_path, proxy) 
             next(lines)
             refused = _post(gw, long)
             chunks = [ln for ln in lines if ln.startswith("data:")]  # read to the end: the first one finishes
+        # The room is freed when the gateway's stream ends, just after the client has read [DONE]: on a loaded
+        # machine that can take longer than queue_wait_s, so "once it is free" is waited for, bounded.
+        deadline = time.monotonic() + 30
+        while 'docsan_tier_kv_reserved_tokens{tier="t4"} 0.0' not in httpx.get(gw + "/metrics").text:
+            assert time.monotonic() < deadline, "the first request's room was not freed after its stream ended"
+            time.sleep(0.05)
         after = _post(gw, {**long, "max_tokens": 4})
         metrics = httpx.get(gw + "/metrics").text
     assert refused.status_code == 503, refused.text
