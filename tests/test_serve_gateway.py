@@ -245,10 +245,7 @@ def test_memory_limit_503_when_the_ledger_is_full_and_recovery(tmp_path, proxy) 
             chunks = [ln for ln in lines if ln.startswith("data:")]  # read to the end: the first one finishes
         # The room is freed when the gateway's stream ends, just after the client has read [DONE]: on a loaded
         # machine that can take longer than queue_wait_s, so "once it is free" is waited for, bounded.
-        deadline = time.monotonic() + 30
-        while 'docsan_tier_kv_reserved_tokens{tier="t4"} 0.0' not in httpx.get(gw + "/metrics").text:
-            assert time.monotonic() < deadline, "the first request's room was not freed after its stream ended"
-            time.sleep(0.05)
+        _wait_until_t4_released(gw, "the first request's room was not freed after its stream ended")
         after = _post(gw, {**long, "max_tokens": 4})
         metrics = httpx.get(gw + "/metrics").text
     assert refused.status_code == 503, refused.text
@@ -272,10 +269,15 @@ def test_client_disconnect_releases_the_reservation(tmp_path, proxy) -> None:
             next(lines)
             text = httpx.get(gw + "/metrics").text
             assert 'docsan_tier_in_flight{tier="t4"} 1.0' in text, [ln for ln in text.splitlines() if "t4" in ln]
-        deadline = time.monotonic() + 30
-        while 'docsan_tier_kv_reserved_tokens{tier="t4"} 0.0' not in httpx.get(gw + "/metrics").text:
-            assert time.monotonic() < deadline, "reservation not released after the client left"
-            time.sleep(0.1)
+        _wait_until_t4_released(gw, "reservation not released after the client left")
+
+
+def _wait_until_t4_released(gw: str, failure: str) -> None:
+    """Poll /metrics (30 s at most) until tier t4 holds no KV reservation."""
+    deadline = time.monotonic() + 30
+    while 'docsan_tier_kv_reserved_tokens{tier="t4"} 0.0' not in httpx.get(gw + "/metrics").text:
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.05)
 
 
 def test_long_non_priority_request_is_deferred_and_the_drainer_runs_it(tmp_path, proxy) -> None:
