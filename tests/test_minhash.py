@@ -9,7 +9,7 @@ import pytest
 import xxhash
 from datasketch import MinHash, MinHashLSH
 
-from docsan.text.minhash import band_keys, lsh_params, signatures
+from docsan.text.minhash import band_keys, gauss_legendre, lsh_params, signatures
 from docsan.text.shingles import shingle
 
 
@@ -51,6 +51,37 @@ def test_lsh_parameters_equal_datasketch(num_perm: int) -> None:
         except ValueError:  # datasketch refuses a single band
             continue
         assert lsh_params(float(threshold), num_perm) == (lsh.b, lsh.r), threshold
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 33, 65, 129, 513])
+def test_gauss_legendre_is_leggauss(n: int) -> None:
+    nodes, weights = gauss_legendre(n)
+    expected_nodes, expected_weights = np.polynomial.legendre.leggauss(n)
+    assert np.abs(nodes - expected_nodes).max() <= 1e-15
+    assert np.abs(weights - expected_weights).max() <= 1e-11 * expected_weights.max()
+    # Exact for polynomials up to degree 2n - 1.
+    for degree in (0, 2 * n - 2, 2 * n - 1):
+        assert abs(weights @ nodes**degree - (1 - (-1) ** (degree + 1)) / (degree + 1)) < 1e-12
+
+
+def test_lsh_parameters_as_with_leggauss() -> None:
+    # The quadrature with numpy's nodes and BLAS's sums, as lsh_params computed it before: the same choice.
+    def reference(threshold: float, num_perm: int) -> tuple[int, int]:
+        nodes, weights = np.polynomial.legendre.leggauss(num_perm // 2 + 1)
+        lo, hi = threshold / 2 * (nodes + 1), threshold + (1 - threshold) / 2 * (nodes + 1)
+        w_lo, w_hi = threshold / 2 * weights, (1 - threshold) / 2 * weights
+        best, opt = float("inf"), (0, 0)
+        for b in range(1, num_perm + 1):
+            r = np.arange(1, num_perm // b + 1, dtype=float).reshape(-1, 1)
+            error = 0.5 * (w_lo @ (1 - (1 - lo**r) ** b).T) + 0.5 * (w_hi @ ((1 - hi**r) ** b).T)
+            k = int(np.argmin(error))
+            if error[k] < best:
+                best, opt = float(error[k]), (b, k + 1)
+        return opt
+
+    for num_perm in (16, 64, 128, 256, 1024):
+        for threshold in np.round(np.arange(0.05, 1.0, 0.05), 2):
+            assert lsh_params(float(threshold), num_perm) == reference(float(threshold), num_perm), (threshold, num_perm)
 
 
 def test_similar_signatures_share_band_keys_and_different_ones_do_not() -> None:

@@ -88,19 +88,55 @@ def signatures(shingle_sets: Sequence[Sequence[str]], num_perm: int, seed: int) 
     return out
 
 
+def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n`` Gauss-Legendre nodes on [-1, 1] and their weights (what ``numpy.polynomial.legendre.leggauss`` gives).
+
+    By Newton's method on the three-term recurrence, elementwise: ``leggauss`` finds the nodes as the
+    eigenvalues of a companion matrix (LAPACK), which wakes OpenBLAS's threads (tens of ms of wall time
+    in a process's first document on a loaded machine, and the threads' spinning takes a core from a
+    ``--jobs`` worker), after importing ``numpy.polynomial``. The nodes agree with ``leggauss``'s to 1e-15,
+    the weights to 1e-11 of the largest (tests/test_minhash.py): far inside the 1.5e-8 of SciPy's ``quad``,
+    which datasketch integrates with.
+    """
+    k = np.arange(1, n + 1, dtype=float)
+    x = np.cos(np.pi * (k - 0.25) / (n + 0.5))  # the usual first guesses, each close to its own root
+    for _ in range(100):
+        p, dp = _legendre(x, n)
+        step = p / dp
+        x = x - step
+        if np.abs(step).max() < 1e-15:
+            break
+    p, dp = _legendre(x, n)
+    return x[::-1].copy(), (2 / ((1 - x**2) * dp**2))[::-1].copy()
+
+
+def _legendre(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """P_n(x) and P_n'(x), by the recurrence (k + 1) P_{k+1} = (2k + 1) x P_k - k P_{k-1}."""
+    before, p = np.ones_like(x), x
+    for k in range(1, n):
+        before, p = p, ((2 * k + 1) * x * p - k * before) / (k + 1)
+    return p, n * (x * p - before) / (x**2 - 1)
+
+
 @cache
 def lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
-    """(bands, rows per band) minimising false positives plus false negatives at ``threshold``, as MinHashLSH picks."""
-    nodes, weights = np.polynomial.legendre.leggauss(num_perm // 2 + 1)
+    """(bands, rows per band) minimising false positives plus false negatives at ``threshold``, as MinHashLSH picks.
+
+    No BLAS call (weighted sums elementwise), so OpenBLAS's threads stay asleep (see :func:`gauss_legendre`).
+    """
+    nodes, weights = gauss_legendre(num_perm // 2 + 1)
     # Quadrature points on [0, threshold] (false positives) and [threshold, 1] (false negatives).
     lo, hi = threshold / 2 * (nodes + 1), threshold + (1 - threshold) / 2 * (nodes + 1)
     w_lo, w_hi = threshold / 2 * weights, (1 - threshold) / 2 * weights
     best, opt = float("inf"), (0, 0)
+    # The points' powers for every row count (row r - 1 holds s**r), shared by all band counts.
+    r = np.arange(1, num_perm + 1, dtype=float).reshape(-1, 1)
+    lo_r, hi_r = lo**r, hi**r
     # datasketch's loop order (bands outer, rows inner; the first strict minimum wins), one band count at a time.
     for b in range(1, num_perm + 1):
-        r = np.arange(1, num_perm // b + 1, dtype=float).reshape(-1, 1)
-        fp = w_lo @ (1 - (1 - lo**r) ** b).T
-        fn = w_hi @ ((1 - hi**r) ** b).T
+        rows = num_perm // b
+        fp = ((1 - (1 - lo_r[:rows]) ** b) * w_lo).sum(axis=1)
+        fn = (((1 - hi_r[:rows]) ** b) * w_hi).sum(axis=1)
         error = 0.5 * fp + 0.5 * fn
         k = int(np.argmin(error))
         if error[k] < best:
