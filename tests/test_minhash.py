@@ -81,7 +81,8 @@ def test_lsh_parameters_as_with_leggauss() -> None:
 
     for num_perm in (16, 64, 128, 256, 1024):
         for threshold in np.round(np.arange(0.05, 1.0, 0.05), 2):
-            assert lsh_params(float(threshold), num_perm) == reference(float(threshold), num_perm), (threshold, num_perm)
+            t = float(threshold)
+            assert lsh_params(t, num_perm) == reference(t, num_perm), (t, num_perm)
 
 
 def test_similar_signatures_share_band_keys_and_different_ones_do_not() -> None:
