@@ -43,9 +43,9 @@ def test_an_empty_set_has_the_empty_signature() -> None:
     assert (signatures([[]], 8, 1) == np.uint32(0xFFFFFFFF)).all()
 
 
-@pytest.mark.parametrize("num_perm", [32, 128])
+@pytest.mark.parametrize("num_perm", [16, 32, 64, 128, 256])
 def test_lsh_parameters_equal_datasketch(num_perm: int) -> None:
-    for threshold in np.round(np.arange(0.1, 1.0, 0.1), 2):
+    for threshold in np.round(np.arange(0.05, 1.0, 0.05), 2):
         try:
             lsh = MinHashLSH(threshold=float(threshold), num_perm=num_perm)
         except ValueError:  # datasketch refuses a single band
@@ -62,27 +62,6 @@ def test_gauss_legendre_is_leggauss(n: int) -> None:
     # Exact for polynomials up to degree 2n - 1.
     for degree in (0, 2 * n - 2, 2 * n - 1):
         assert abs(weights @ nodes**degree - (1 - (-1) ** (degree + 1)) / (degree + 1)) < 1e-12
-
-
-def test_lsh_parameters_as_with_leggauss() -> None:
-    # The quadrature with numpy's nodes and BLAS's sums, as lsh_params computed it before: the same choice.
-    def reference(threshold: float, num_perm: int) -> tuple[int, int]:
-        nodes, weights = np.polynomial.legendre.leggauss(num_perm // 2 + 1)
-        lo, hi = threshold / 2 * (nodes + 1), threshold + (1 - threshold) / 2 * (nodes + 1)
-        w_lo, w_hi = threshold / 2 * weights, (1 - threshold) / 2 * weights
-        best, opt = float("inf"), (0, 0)
-        for b in range(1, num_perm + 1):
-            r = np.arange(1, num_perm // b + 1, dtype=float).reshape(-1, 1)
-            error = 0.5 * (w_lo @ (1 - (1 - lo**r) ** b).T) + 0.5 * (w_hi @ ((1 - hi**r) ** b).T)
-            k = int(np.argmin(error))
-            if error[k] < best:
-                best, opt = float(error[k]), (b, k + 1)
-        return opt
-
-    for num_perm in (16, 64, 128, 256, 1024):
-        for threshold in np.round(np.arange(0.05, 1.0, 0.05), 2):
-            t = float(threshold)
-            assert lsh_params(t, num_perm) == reference(t, num_perm), (t, num_perm)
 
 
 def test_similar_signatures_share_band_keys_and_different_ones_do_not() -> None:
