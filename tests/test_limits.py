@@ -134,3 +134,21 @@ def test_a_scan_over_the_image_decode_limit_is_a_gap_of_a_partial_result(corpus:
         f"{src}: page 2: its images decode to 14.5 MiB even at 72 dpi, over the ocr_max_image_mib limit of 10 "
         "(the largest: 9000 x 9000 px, 231.7 MiB whole): not OCR'd (raise ocr_max_image_mib to read it)"
     )
+
+
+@pytest.mark.parametrize("filters", ["/JBIG2Decode", "[/FlateDecode /JBIG2Decode]", "[/ASCIIHexDecode /DCTDecode]"])
+def test_an_image_codec_in_a_filter_chain_counts_as_the_raw_length(filters: str) -> None:
+    # PyMuPDF prints a filter array without spaces ("[/FlateDecode/JBIG2Decode]"): the codec must still be
+    # seen, so the stream is measured by its raw length and never handed to an image decoder.
+    import os
+
+    from docsan.extract.content_size import decoded_size
+    from docsan.extract.mupdf import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "x")
+    (xref,) = page.get_contents()
+    doc.update_stream(xref, zlib.compress(os.urandom(3000)), compress=0)
+    doc.xref_set_key(xref, "Filter", filters)
+    assert decoded_size(doc, page, 1 << 20) == len(doc.xref_stream_raw(xref)) > 3000

@@ -52,7 +52,9 @@ def _stream_size(doc: pymupdf.Document, pdf: pymupdf.mupdf.PdfDocument, xref: in
     """The decoded size of one stream, counted up to ``budget + 1``."""
     try:
         kind, value = doc.xref_get_key(xref, "Filter")
-        filters = value.strip("[]").split() if kind in ("name", "array") else []
+        # PyMuPDF prints an array of names without spaces ("[/FlateDecode/DCTDecode]"): each name
+        # starts at its slash, so split there, not only at whitespace.
+        filters = value.strip("[]").replace("/", " /").split() if kind in ("name", "array") else []
         if _IMAGE_CODECS.intersection(filters):
             return len(doc.xref_stream_raw(xref) or b"")
         return pymupdf.mupdf.fz_skip(pymupdf.mupdf.pdf_open_stream_number(pdf, xref), budget + 1)
