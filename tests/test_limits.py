@@ -8,6 +8,7 @@ bench/bench_limits.py, not here: these tests never time anything.
 
 from __future__ import annotations
 
+import os
 import zlib
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from cli.main import app
 from docsan.config import ExtractConfig
 from docsan.errors import InputError
 from docsan.extract import load
+from docsan.extract.content_size import decoded_size
+from docsan.extract.mupdf import pymupdf
 from docsan.model import BlockKind
 
 # The bomb: a small PDF whose one content stream inflates to 64 MiB of path operators
@@ -140,10 +143,6 @@ def test_a_scan_over_the_image_decode_limit_is_a_gap_of_a_partial_result(corpus:
 def test_an_image_codec_in_a_filter_chain_counts_as_the_raw_length(filters: str) -> None:
     # PyMuPDF prints a filter array without spaces ("[/FlateDecode/JBIG2Decode]"): the codec must still be
     # seen, so the stream is measured by its raw length and never handed to an image decoder.
-    import os
-
-    from docsan.extract.content_size import decoded_size
-    from docsan.extract.mupdf import pymupdf
 
     doc = pymupdf.open()
     page = doc.new_page()
