@@ -11,9 +11,9 @@ import typer
 
 from docsan.batch import expand_inputs, render_output
 from docsan.budget.tokenizer import Tokenizer
+from docsan.collector import tune_for_batch
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
 from docsan.corpus import DEFAULT_DOCUMENT_TIMEOUT_S, Engine, clean_files
-from docsan.corpus.collector import tune_for_batch
 from docsan.errors import DocsanError
 from docsan.pipeline import CleanResult
 from docsan.render import OutputFormat, dumps, dumps_list
@@ -247,7 +247,7 @@ def clean(
                 count=stage_count,
             )
         # The pipeline is built and no document is read yet (nor a worker forked): this process is
-        # docsan's own, so what is loaded now stays out of the collector's passes (docsan.corpus.collector).
+        # docsan's own, so what is loaded now stays out of the collector's passes (docsan.collector).
         tune_for_batch()
     except DocsanError as err:
         fail(str(err), ExitCode.USAGE)

@@ -17,9 +17,12 @@ from collections.abc import Callable, Iterator, MutableMapping
 from importlib import import_module
 from typing import Any, ClassVar
 
+import click
 import typer
 import typer.core
 import typer.main
+
+from docsan.collector import resume_after_imports
 
 from .help import Command, Group
 
@@ -87,3 +90,11 @@ class LazyGroup(Group):
         for name, command in self.commands.items():
             commands[name] = command
         self.commands = commands
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click's lookup of the command to run; once it is built (its modules imported), the collector runs again."""
+        found = super().resolve_command(ctx, args)
+        resume_after_imports()
+        return found

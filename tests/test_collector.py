@@ -1,4 +1,4 @@
-"""The batch collector settings (docsan.corpus.collector): fewer passes, cycles still freed."""
+"""The batch collector settings (docsan.collector): fewer passes, cycles still freed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Run in a child: the settings are process-wide, and this test process must keep its own.
 PROBE = """
 import gc, weakref
-from docsan.corpus.collector import tune_for_batch
+from docsan.collector import tune_for_batch
 
 class Node:
     pass
@@ -46,3 +46,30 @@ def test_fewer_passes_and_cycles_still_freed_without_an_explicit_collect() -> No
     assert 0 < passes < default_passes / 20
     # The collector still ran on its own: all but the cycles of the last, unfinished pass are gone.
     assert alive < made / 4
+
+
+# The CLI as its console script runs it, in a child: from run()'s call (the package holding it is loaded), record
+# every collector pass made before anything was frozen.
+CLI_PROBE = """
+import gc, sys
+from cli import run
+unfrozen = []
+gc.callbacks.append(lambda phase, info: phase == "start" and gc.get_freeze_count() == 0 and unfrozen.append(1))
+sys.argv = ["docsan", "clean", sys.argv[1]]
+try:
+    run()
+except SystemExit:
+    pass
+print(len(unfrozen), int(gc.isenabled()), int(gc.get_threshold()[0] == 50_000), int("docsan.pipeline" in sys.modules))
+"""
+
+
+def test_the_cli_runs_no_pass_while_a_command_imports_and_the_batch_settings_after(tmp_path: Path) -> None:
+    note = tmp_path / "note.txt"
+    note.write_text("A short note.\n\nIt has two paragraphs.\n", encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "-c", CLI_PROBE, str(note)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    # No pass while the front end and the command's modules are imported; then the collector is on, with the
+    # batch settings, and the command did run (it loaded the pipeline).
+    assert out[-4:] == ["0", "1", "1", "1"]

@@ -4,8 +4,8 @@ Read from the source (every ``import``, also those inside functions), not
 from ``sys.modules``, so a lazy import cannot hide an upward edge. The layers,
 bottom first (docs/pipeline.md draws them):
 
-0. ``errors``, ``paths``, ``lazy_exports``: the errors a user can act on, where docsan keeps its files, and the
-   packages' public names imported on first use;
+0. ``errors``, ``paths``, ``lazy_exports``, ``collector``: the errors a user can act on, where docsan keeps its
+   files, the packages' public names imported on first use, and the collector settings of docsan's own processes;
 1. ``model``: what everything is made of (and its JSON form, whose errors are InputErrors);
 2. ``text``, ``geometry``, ``render``, ``report``, ``config``: shared rules and data;
 3. ``tables``: table algorithms (on the model, the text rules, the geometry);
@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "docsan.errors": 0,
     "docsan.paths": 0,
     "docsan.lazy_exports": 0,
+    "docsan.collector": 0,
     "docsan.model": 1,
     "docsan.text": 2,
     "docsan.geometry": 2,

@@ -60,7 +60,7 @@ def test_wheel_installs_the_front_end_under_its_own_name(wheel: Path) -> None:
     assert {"docsan/assets/report.css", "docsan/assets/report.js"} <= set(names)  # --html-report inlines them
     assert any(n.endswith("licenses/LICENSE") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "docsan = docsan_cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "docsan = docsan_cli:run" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 # Run from the wheel alone, with the engine extra's packages unimportable.

@@ -30,8 +30,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from docsan.batch import Outcome, clean_input, clean_inputs
+from docsan.collector import tune_for_batch
 from docsan.config import Config
-from docsan.corpus.collector import tune_for_batch
 from docsan.pipeline import Pipeline
 
 # Generous: a 2,000-page PDF with OCR on a busy machine still finishes; only a hang does not.
