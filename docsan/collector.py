@@ -31,8 +31,8 @@ def pause_for_imports() -> None:
 
     Why: imports make nothing but long-lived objects (modules, functions,
     classes, compiled patterns), which a pass can never free; yet at CPython's
-    default threshold they set off about 200 passes, about 45 ms of a 19-file
-    clean (docs/benchmarks.md, "The collector during the CLI's imports").
+    default threshold they set off 200 passes, 34-37 ms of a 19-file clean
+    (docs/benchmarks.md, "The collector during the CLI's imports").
     """
     global _paused
     gc.disable()
