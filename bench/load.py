@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import importlib.util
 import json
 import os
 import subprocess
@@ -164,6 +165,9 @@ def run(users: int = 6, spawn_rate: float = 1.0, duration_s: int = 240, seed: in
                     text=True, timeout=duration_s + 600, check=False,
                 )  # fmt: skip
                 seconds = time.monotonic() - t0
+                if not Path(f"{prefix}_stats.csv").is_file():
+                    tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+                    raise SystemExit(f"bench/load.py: locust wrote no statistics: {tail[0]}")
                 outcomes = _outcomes(gw.url)
                 gateway_alive = gw.proc.poll() is None
             stats = _stats(prefix)
@@ -208,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "load.json")
     p.add_argument("--docs", action="store_true", help="also rewrite the load section of docs/benchmarks.md")
     args = p.parse_args(argv)
+    # Checked before the vLLM server's minutes of start-up, not found missing after them.
+    if importlib.util.find_spec("locust") is None:
+        sys.exit("bench/load.py: locust is not installed: pip install -e '.[bench]' (make load does)")
     results = run(args.users, args.spawn_rate, args.duration, args.seed, args.requests, args.upstream)
     serve_report.publish(results, args.out, "load", args.docs)
     return 0
