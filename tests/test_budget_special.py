@@ -104,7 +104,7 @@ def test_token_only_in_a_table_cell_is_found_on_an_otherwise_clean_page(tok: Tok
     # which its block text need not spell out.
     from docsan.extract.text import text_document
 
-    doc = text_document("Nothing special here.".encode(), "t")
+    doc = text_document(b"Nothing special here.", "t")
     table = Table.from_strings([["item", "value"], ["sales<think>", "12"]])
     page = doc.pages[0].with_blocks([*doc.pages[0].blocks, Block("item value", kind=BlockKind.TABLE, table=table)])
     doc = doc.with_pages([page])
