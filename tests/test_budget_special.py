@@ -97,3 +97,19 @@ def test_clean_document_is_returned_as_is(tok: Tokenizer) -> None:
     doc = text_document("Nothing special here. 一切正常。".encode(), "t")
     result = SpecialTokens()(doc)
     assert result.document is doc and result.changes == []
+
+
+def test_token_only_in_a_table_cell_is_found_on_an_otherwise_clean_page(tok: Tokenizer) -> None:
+    # The stage tests a page's text once before it looks block by block: a table is tested by its cells,
+    # which its block text need not spell out.
+    from docsan.extract.text import text_document
+
+    doc = text_document(b"Nothing special here.", "t")
+    table = Table.from_strings([["item", "value"], ["sales<think>", "12"]])
+    page = doc.pages[0].with_blocks([*doc.pages[0].blocks, Block("item value", kind=BlockKind.TABLE, table=table)])
+    doc = doc.with_pages([page])
+    result = SpecialTokens()(doc)
+    assert [c.text for c in result.changes] == ["<think>"]
+    out = result.document.pages[0].blocks[-1]
+    assert out.table is not None and special_ids_in(out.table.rows[1][0].text, tok) == set()
+    assert result.document.pages[0].blocks[0] is doc.pages[0].blocks[0]

@@ -11,6 +11,7 @@ the gateway run this one stage, so both escape the same strings.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -21,7 +22,7 @@ from docsan.budget.control_fields import neutralise_json, neutralise_message_fie
 from docsan.budget.control_tokens import DEFAULT_FAMILIES, Action, Guard, guard_for_spec, neutralise_with
 from docsan.budget.template_markers import check_families
 from docsan.budget.tokenizer import resolve_tokenizer_file
-from docsan.model import Block, Cell, ChangeKind, ChatRequest, Document
+from docsan.model import Block, Cell, ChangeKind, ChatRequest, Document, Page
 from docsan.render import table_text
 from docsan.report import Change, ChangeCode, StageResult
 
@@ -86,6 +87,11 @@ class SpecialTokens:
         changes: list[Change] = []
         pages = []
         for page in doc.pages:
+            if not guard.may_match("".join(_searched_texts(page))):
+                # Nothing on the page holds a token's first character, so no block would change: one test
+                # of the page's text, not a call per block and per table cell (a table has hundreds).
+                pages.append(page)
+                continue
             blocks = [self._block(b, page.number, guard, changes) for b in page.blocks]
             same = all(a is b for a, b in zip(blocks, page.blocks, strict=True))
             pages.append(page if same else page.with_blocks(blocks))
@@ -145,3 +151,12 @@ class SpecialTokens:
         text, hits = neutralise_with(cell.text, guard, self.action)
         found.extend(hits)
         return replace(cell, text=text) if hits else cell
+
+
+def _searched_texts(page: Page) -> Iterator[str]:
+    """The texts of a page that :meth:`SpecialTokens._block` searches: each text block's, each table's cells'."""
+    for block in page.blocks:
+        if block.table is None:
+            yield block.text
+        else:
+            yield from (cell.text for row in block.table.rows for cell in row)
