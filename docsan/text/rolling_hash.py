@@ -104,9 +104,11 @@ def prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def window_hashes(prefix: np.ndarray, inv: np.ndarray, width: int, at: slice | np.ndarray) -> np.ndarray:
     """Position-independent hashes (in [0, 2**31)) of the windows of length ``width`` starting at ``at`` (in range)."""
+    # The difference of two prefix sums lies in (-_MOD, _MOD), so plus _MOD it is a positive residue below
+    # 2 * _MOD, and its product with an inverse power stays below 2**63: one remainder instead of two.
     if isinstance(at, slice):
-        return (prefix[at.start + width : at.stop + width] - prefix[at]) % _MOD * inv[at] % _MOD
-    return (prefix[at + width] - prefix[at]) % _MOD * inv[at] % _MOD
+        return (prefix[at.start + width : at.stop + width] - prefix[at] + _MOD) * inv[at] % _MOD
+    return (prefix[at + width] - prefix[at] + _MOD) * inv[at] % _MOD
 
 
 def doubled_hashes(hashes: np.ndarray, width: int) -> np.ndarray:
