@@ -93,11 +93,16 @@ def short_lces(a: np.ndarray, i: np.ndarray, j: np.ndarray, limit: np.ndarray) -
 
 
 def prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash."""
+    """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash.
+
+    The codes lie in (-_MOD, _MOD) (code points, and negative separators numbered by position).
+    """
     n = int(codes.size)
     prefix = np.zeros(n + 1, dtype=np.int64)
-    # Each term is < 2**31, so the running sum stays below 2**63 for any realistic n.
-    np.cumsum(np.mod(codes, _MOD) * _powers(_BASE, n) % _MOD, out=prefix[1:])
+    # A code plus _MOD is a positive residue below 2 * _MOD, and its product with a power stays below 2**63:
+    # one remainder per term instead of two. Each term is < 2**31, so the running sum stays below 2**63 for
+    # any realistic n.
+    np.cumsum((codes + _MOD) * _powers(_BASE, n) % _MOD, out=prefix[1:])
     prefix %= _MOD
     return prefix, _powers(_INV_BASE, n)
 
