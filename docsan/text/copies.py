@@ -55,18 +55,22 @@ class Windows:
     """The hash of every ``window``-element window of a sequence with its position, sorted once.
 
     Each hash (below 2**31) and its position make one int64 key (the hash
-    above ``bits`` bits of position: under 2**62 for fewer than 2**31
-    windows, far past what a document holds), so a plain sort, several times faster
-    than a stable argsort, orders equal hashes by position. The sort is
-    most of a search's cost; a second search of the same sequence with more
-    of it barred (made negative: the copies the first one found) reuses it,
-    and one with nothing more barred (the first found no copy) also reuses
-    the first occurrences (:meth:`first_occurrences`).
+    above the position's bits: under 2**62 for fewer than 2**31 windows, far
+    past what a document holds), so a plain sort, several times faster than
+    a stable argsort, orders equal hashes by position. The sort is most of a
+    search's cost; a second search of the same sequence with more of it
+    barred (made negative: the copies the first one found) reuses it, and
+    one with nothing more barred (the first found no copy) also reuses the
+    first occurrences (:meth:`first_occurrences`). The sorted keys are kept
+    split into their hashes and positions, and the neighbours of equal hash
+    found once: every question below reads them.
     """
 
     window: int
-    keys: np.ndarray
-    bits: int
+    hashes: np.ndarray  # sorted
+    positions: np.ndarray  # of the windows in that order: equal hashes by position
+    # k where hashes[k] == hashes[k + 1].
+    same: np.ndarray
     # The last (barred, first occurrences) asked for.
     _last: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, init=False, repr=False)
 
@@ -79,22 +83,22 @@ class Windows:
         """
         prefix, inv = hashes or prefix_hashes(codes)
         count = int(codes.size) - window + 1
-        hashes = window_hashes(prefix, inv, window, slice(0, count))
         bits = max(1, count.bit_length())
-        return cls(window, np.sort(hashes << bits | np.arange(count, dtype=np.int64)), bits)
+        keys = np.sort(window_hashes(prefix, inv, window, slice(0, count)) << bits | np.arange(count, dtype=np.int64))
+        sorted_hashes = keys >> bits
+        same = np.flatnonzero(sorted_hashes[1:] == sorted_hashes[:-1])
+        return cls(window, sorted_hashes, keys & ((1 << bits) - 1), same)
 
     def repeat_within(self, distance: int | None = None) -> bool:
         """Do two windows have the same hash (at most ``distance`` positions apart, where given)?
 
         Equal windows have equal hashes, so False means no window repeats: no copy to find. Windows of one
-        hash are neighbours in the sorted keys, in position order, so two within ``distance`` of each other
+        hash are neighbours in the sorted order, by position, so two within ``distance`` of each other
         make a pair of neighbours that are too.
         """
-        same = np.flatnonzero((self.keys[1:] >> self.bits) == (self.keys[:-1] >> self.bits))
-        if distance is None or not same.size:
-            return bool(same.size)
-        # Keys of one hash differ by their positions.
-        return bool((self.keys[same + 1] - self.keys[same] <= distance).any())
+        if distance is None or not self.same.size:
+            return bool(self.same.size)
+        return bool((self.positions[self.same + 1] - self.positions[self.same] <= distance).any())
 
     def first_occurrences(self, barred: np.ndarray) -> np.ndarray:
         """For each window, the first window with the same hash; itself when it is the first or ``barred``.
@@ -103,9 +107,8 @@ class Windows:
         """
         if self._last and np.array_equal(self._last[0][0], barred):
             return self._last[0][1]
-        positions = self.keys & ((1 << self.bits) - 1)
-        free = ~barred[positions]
-        positions, hashes = positions[free], (self.keys >> self.bits)[free]
+        free = ~barred[self.positions]
+        positions, hashes = self.positions[free], self.hashes[free]
         first = np.arange(barred.size, dtype=np.int64)
         if positions.size:
             starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
@@ -198,8 +201,9 @@ def _heavy_anchors(first: np.ndarray, window: int, weight: np.ndarray, min_weigh
     """
     repeated = np.zeros(first.size + 2, dtype=np.int8)
     repeated[1:-1] = first < np.arange(first.size)
-    edges = np.diff(repeated)
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    # Framed by zeros, the changes alternate: a run's start, its end (one np.flatnonzero for both).
+    edges = np.flatnonzero(np.diff(repeated))
+    starts, ends = edges[0::2], edges[1::2]
     if not starts.size:
         return starts
     heavy = weight[ends - 1 + window] - weight[starts] >= min_weight

@@ -151,22 +151,34 @@ class _Running:
         return self.sentence_end(v)
 
 
-def _char_table(unique: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per distinct code point: whitespace, weight, CJK stop, Latin stop, closer (a loop over distinct ones only)."""
-    chars = [chr(c) for c in unique.tolist()]
-    space = np.array([c.isspace() for c in chars], dtype=bool)
-    weight = np.array([CJK_WEIGHT if _CJK_LETTER.match(c) else 1 if c.isalnum() else 0 for c in chars], dtype=np.int64)
-    cjk = np.array([c in _CJK_STOPS for c in chars], dtype=bool)
-    latin = np.array([c in _LATIN_STOPS for c in chars], dtype=bool)
-    closer = np.array([c in _CLOSERS for c in chars], dtype=bool)
-    return space, weight, cjk, latin, closer
+# Bits of a code point's flags (_char_flags): whitespace, CJK stop, Latin stop, closer; its weight above them.
+_SPACE, _CJK_STOP, _LATIN_STOP, _CLOSER = 1, 2, 4, 8
+_WEIGHT_SHIFT = 4
 
 
-def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(codes, return_inverse=True)`` for code points, by a table over the code space (no sort)."""
+def _flags(c: str) -> int:
+    weight = CJK_WEIGHT if _CJK_LETTER.match(c) else 1 if c.isalnum() else 0
+    return (
+        (_SPACE if c.isspace() else 0)
+        | (_CJK_STOP if c in _CJK_STOPS else 0)
+        | (_LATIN_STOP if c in _LATIN_STOPS else 0)
+        | (_CLOSER if c in _CLOSERS else 0)
+        | (weight << _WEIGHT_SHIFT)
+    )
+
+
+def _char_flags(codes: np.ndarray) -> np.ndarray:
+    """Each code point's flags (the bits above, uint8), from a table over the code space filled for the distinct ones.
+
+    One gather per character, the table's entries computed in a loop over the distinct code points only;
+    the search reads each property with a bit test instead of a gather of its own (several per character).
+    """
     present = np.zeros(int(codes.max(initial=0)) + 1, dtype=bool)
     present[codes] = True
-    return np.flatnonzero(present), (np.cumsum(present, dtype=np.int64) - 1)[codes]
+    unique = np.flatnonzero(present)
+    table = np.zeros(present.size, dtype=np.uint8)
+    table[unique] = [_flags(chr(c)) for c in unique.tolist()]
+    return table[codes]
 
 
 def _running(entries: Sequence[Entry]) -> _Running | None:
@@ -190,28 +202,28 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
         keeps.append(keep)
     if not texts:
         return None
-    all_codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+    # A separator is one NUL ("\0": no whitespace, no stop, weight 0), made negative below.
+    joined = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
     owner_of = np.array(owners, dtype=np.int64)
     starts = np.cumsum(lengths) - lengths
-    all_codes[starts[owner_of < 0]] = -1  # a separator is one element
-    unique, inverse = _distinct(np.maximum(all_codes, 0))
-    space, weight, cjk, latin, closer = _char_table(unique)
+    flags = _char_flags(joined)
     # The view's positions in the joined texts, found once and gathered from (a boolean mask per array cost
     # twice as much); its owners and offsets follow from how many each entry keeps.
-    at = np.flatnonzero(~space[inverse] | (all_codes < 0))
-    kept_per_entry = np.diff(np.searchsorted(at, np.append(starts, all_codes.size)))
-    inverse, view = inverse[at], all_codes[at]
+    at = np.flatnonzero((flags & _SPACE) == 0)
+    kept_per_entry = np.diff(np.searchsorted(at, np.append(starts, joined.size)))
+    flags, view32 = flags[at], joined[at]
     view_owner = np.repeat(owner_of, kept_per_entry)
     view_orig = at - np.repeat(starts - np.array(bases, dtype=np.int64), kept_per_entry)
-    negative = view < 0
-    text = np.maximum(view, 0).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    text = view32.tobytes().decode("utf-32-le", "surrogatepass")
+    view = view32.astype(np.int64)
+    negative = view_owner < 0  # the separators
     view[negative] = -1 - np.flatnonzero(negative)
     n = view.size
     gap = np.ones(n + 1, dtype=bool)
     gap[1:n] = (view_owner[1:] != view_owner[:-1]) | (view_orig[1:] != view_orig[:-1] + 1)
     kept = np.array([*keeps, False], dtype=bool)[view_owner]  # owner -1 (separators) reads the padding
-    cjk_stop, latin_stop, closers = cjk[inverse] & ~negative, latin[inverse] & ~negative, closer[inverse] & ~negative
+    cjk_stop, latin_stop, closers = (flags & _CJK_STOP) != 0, (flags & _LATIN_STOP) != 0, (flags & _CLOSER) != 0
     stop = cjk_stop | latin_stop
     may_start = np.ones(n + 1, dtype=bool)
     # What sentence_end needs: a stop right before v, or a stop and a closer after it.
@@ -224,7 +236,7 @@ def _running(entries: Sequence[Entry]) -> _Running | None:
         view,
         view_owner,
         view_orig,
-        np.where(negative, 0, weight[inverse]),
+        (flags >> _WEIGHT_SHIFT).astype(np.int64),
         cjk_stop,
         latin_stop,
         closers,

@@ -93,20 +93,27 @@ def short_lces(a: np.ndarray, i: np.ndarray, j: np.ndarray, limit: np.ndarray) -
 
 
 def prefix_hashes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash."""
+    """Prefix sums of c_i * BASE**i (mod _MOD) and the inverse powers that normalise a window's hash.
+
+    The codes lie in (-_MOD, _MOD) (code points, and negative separators numbered by position).
+    """
     n = int(codes.size)
     prefix = np.zeros(n + 1, dtype=np.int64)
-    # Each term is < 2**31, so the running sum stays below 2**63 for any realistic n.
-    np.cumsum(np.mod(codes, _MOD) * _powers(_BASE, n) % _MOD, out=prefix[1:])
+    # A code plus _MOD is a positive residue below 2 * _MOD, and its product with a power stays below 2**63:
+    # one remainder per term instead of two. Each term is < 2**31, so the running sum stays below 2**63 for
+    # any realistic n.
+    np.cumsum((codes + _MOD) * _powers(_BASE, n) % _MOD, out=prefix[1:])
     prefix %= _MOD
     return prefix, _powers(_INV_BASE, n)
 
 
 def window_hashes(prefix: np.ndarray, inv: np.ndarray, width: int, at: slice | np.ndarray) -> np.ndarray:
     """Position-independent hashes (in [0, 2**31)) of the windows of length ``width`` starting at ``at`` (in range)."""
+    # The difference of two prefix sums lies in (-_MOD, _MOD), so plus _MOD it is a positive residue below
+    # 2 * _MOD, and its product with an inverse power stays below 2**63: one remainder instead of two.
     if isinstance(at, slice):
-        return (prefix[at.start + width : at.stop + width] - prefix[at]) % _MOD * inv[at] % _MOD
-    return (prefix[at + width] - prefix[at]) % _MOD * inv[at] % _MOD
+        return (prefix[at.start + width : at.stop + width] - prefix[at] + _MOD) * inv[at] % _MOD
+    return (prefix[at + width] - prefix[at] + _MOD) * inv[at] % _MOD
 
 
 def doubled_hashes(hashes: np.ndarray, width: int) -> np.ndarray:
