@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, MutableMapping
 from importlib import import_module
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import click
 import typer
 import typer.core
 import typer.main
@@ -25,6 +24,12 @@ import typer.main
 from docsan.collector import resume_after_imports
 
 from .help import Command, Group
+
+if TYPE_CHECKING:
+    # Annotations only. Typer 0.29 vendors Click as typer._click (its groups take and give that Click's
+    # classes), so importing the click distribution at run time loaded a second Click, 12 modules that no
+    # command used, into every process.
+    from typer import _click as click
 
 # What a group holds: commands, and groups of commands (``docsan queue``).
 ClickCommand = typer.core.TyperCommand | typer.core.TyperGroup
