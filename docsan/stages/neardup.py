@@ -282,9 +282,12 @@ class NearDuplicates:
         # rest of a block after its copied sentences): another round sees it, so that
         # cleaning twice changes nothing. Each round removes text, so few are needed.
         memo = _Memo()
-        result = self._round(doc, memo)
+        result = again = self._round(doc, memo)
         for _ in range(_MAX_ROUNDS - 1):
-            if not result.stats.get("passages_cut"):
+            # Only a cut passage leaves such a paragraph behind: a round that cut none, the first or a later
+            # one, ends the loop (irs_i1040nr's second round removes the rest of its cut block, and a third
+            # round found nothing more).
+            if not again.stats.get("passages_cut"):
                 break
             again = self._round(result.document, memo)
             if not again.changes:
