@@ -282,9 +282,12 @@ class NearDuplicates:
         # rest of a block after its copied sentences): another round sees it, so that
         # cleaning twice changes nothing. Each round removes text, so few are needed.
         memo = _Memo()
-        result = self._round(doc, memo)
+        result = again = self._round(doc, memo)
         for _ in range(_MAX_ROUNDS - 1):
-            if not result.stats.get("passages_cut"):
+            # Only a cut passage leaves such a paragraph behind: a round that cut none, the first or a later
+            # one, ends the loop (irs_i1040nr's second round removes the rest of its cut block, and a third
+            # round found nothing more).
+            if not again.stats.get("passages_cut"):
                 break
             again = self._round(result.document, memo)
             if not again.changes:
@@ -617,19 +620,26 @@ class NearDuplicates:
         entries: list[Entry] = []
         for i, page in enumerate(doc.pages):
             for j, block in enumerate(page.blocks):
-                if (i, j) in removed:
+                key = (i, j)
+                if key in removed:
                     continue
-                short = memo.short_lines.get(block.text)
+                text = block.text
+                if block.kind is BlockKind.TABLE and self.exempt_tables:
+                    entries.append((key, None, 0, False))
+                    continue
+                short = memo.short_lines.get(text)
                 if short is None:
-                    short = memo.short_lines[block.text] = is_short_lines(block.text)
-                if (block.kind is BlockKind.TABLE and self.exempt_tables) or short:
-                    entries.append(((i, j), None, 0, False))
+                    short = memo.short_lines[text] = is_short_lines(text)
+                if short:
+                    entries.append((key, None, 0, False))
                     continue
-                gone = cut.get((i, j), set())
-                for k, (lo, hi) in enumerate(paragraphs[(i, j)]):
+                # What the block's paragraphs share, looked up once per block rather than per paragraph (every
+                # block of every round comes through here): kept whole, or only some of its paragraphs.
+                gone = cut.get(key, ())
+                whole = (i, j, None) in protected or key in headings
+                for k, (lo, hi) in enumerate(paragraphs[key]):
                     if k not in gone:
-                        keep = (i, j, k) in protected or (i, j, None) in protected or (i, j) in headings
-                        entries.append(((i, j), block.text[lo:hi], lo, keep))
+                        entries.append((key, text[lo:hi], lo, whole or (i, j, k) in protected))
         passages = _find_passages(entries, memo.passages, min_weight=self.min_span_chars, piece_weight=self.min_chars)
         if self.exempt_headings:
             # A heading repeated on its own is a heading (as in the paragraph pass); inside a copy it goes with it.

@@ -47,7 +47,9 @@ def is_section_heading(block: Block) -> bool:
     if block.kind is not BlockKind.TEXT:
         return False
     text = block.text.strip()
-    if not text or "\n" in text or display_width(text) > _MAX_HEADING_WIDTH:
+    # A text's display width is at least its length: a long paragraph is no heading without counting its wide
+    # characters (a regex pass over the whole text).
+    if not text or "\n" in text or len(text) > _MAX_HEADING_WIDTH or display_width(text) > _MAX_HEADING_WIDTH:
         return False
     number = _NUMBERED.match(text)
     return number is not None and _CLAUSE.search(text, number.end()) is None

@@ -31,6 +31,10 @@ _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 # non-ASCII characters are all punctuation, symbols or spaces ("’", "–", "•": a fifth of the corpus's
 # paragraphs), which separate words like ASCII punctuation, so its words are _ASCII_WORD's.
 _NON_ASCII_WORD = regex.compile(rf"[[\p{{L}}\p{{M}}\p{{N}}{CJK_LETTERS}]--[\x00-\x7f]]", flags=regex.V1)
+# A text's characters outside ASCII, found by the standard library's engine: _NON_ASCII_WORD (a class of
+# non-ASCII characters only) is then asked about those alone, not about every character of the text (the
+# regex module tests each against its property sets, several times the cost of this scan).
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +98,7 @@ def _words_without_cjk(text: str) -> list[str] | None:
 
     Found by the standard library's engine where every non-ASCII character is punctuation or a symbol.
     """
-    if text.isascii() or _NON_ASCII_WORD.search(text) is None:  # isascii: O(1) in CPython
+    if text.isascii() or _NON_ASCII_WORD.search("".join(_NON_ASCII.findall(text))) is None:  # isascii: O(1)
         return _ASCII_WORD.findall(text)
     return _WORD.findall(text) if _ANY_CJK.search(text) is None else None
 
