@@ -108,13 +108,17 @@ class Unit:
 
 # Shingles per text, kept across calls: a chat client re-sends its whole
 # history with every turn, so almost every paragraph was shingled for the
-# request before. Bounded (a few tens of MB at most).
+# request before. Bounded by count, not bytes: 33-34 MiB when full on the
+# replay traffic (docs/benchmarks.md, "The gateway's memory and the collector
+# settings"); longer paragraphs take more.
 @lru_cache(maxsize=8192)
 def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
     return shingle(text, cjk_n=cjk_n, word_n=word_n)
 
 
-# 16,384 signatures of 128 32-bit values: 8 MB at most.
+# 16,384 signatures of 128 32-bit values (8 MB), keyed by their shingle sets,
+# which the entries keep alive: 92-95 MiB when full on the replay traffic
+# (docs/benchmarks.md, as above), more for longer messages.
 _SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
 
 
