@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from docsan.batch import render_output
 from docsan.config import Config
-from docsan.corpus import clean_files
+from docsan.corpus import clean_files, pool
 
 NO_OCR = Config().with_overrides(extract={"ocr": "never"})
 
@@ -61,38 +62,63 @@ def _cmdline(process: psutil.Process) -> list[str]:
         return []
 
 
-def _kill_the_worker(stop: threading.Event) -> None:
-    """SIGKILL this test's worker process once it exists (it is then blocked on the pipe, or about to be).
+def _kill_the_worker_blocked_on(fifo: Path, stop: threading.Event) -> None:
+    """SIGKILL this test's worker once it is blocked on ``fifo``, whenever that is (a busy machine: seconds).
 
-    A worker is a fork of this process that leads its own process group; other
-    children of the test process (a session's redis-server, a browser driver
-    or a vLLM server started by earlier tests) run other programs and are left alone.
+    The worker takes the good document first (the largest file goes out first) and the pipe after it;
+    a fixed delay before the kill could land while it still cleans the good one. Opening the pipe for
+    writing without blocking succeeds only once a reader has it open (ENXIO before): then the worker
+    is waiting on it, and waits on, since this writer never writes. A worker is a fork of this process
+    that leads its own process group; other children of the test process (a session's redis-server, a
+    browser driver or a vLLM server started by earlier tests) run other programs and are left alone.
     """
     me = psutil.Process()
     mine = me.cmdline()
-    while not stop.is_set():
-        workers = [c for c in me.children() if _leads_its_group(c.pid) and _cmdline(c) == mine]
-        if workers:
-            stop.wait(1.0)
+    writer = None
+    try:
+        while writer is None and not stop.is_set():
             try:
-                os.kill(workers[0].pid, signal.SIGKILL)
-                return
-            except ProcessLookupError:
-                continue  # a process that ended in that second was not the blocked worker: look again
-        stop.wait(0.05)
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                stop.wait(0.05)
+        workers = [c for c in me.children() if _leads_its_group(c.pid) and _cmdline(c) == mine]
+        if writer is not None and len(workers) == 1:  # jobs=1: the one worker is the blocked one
+            os.kill(workers[0].pid, signal.SIGKILL)
+    finally:
+        if writer is not None:
+            os.close(writer)
 
 
 def test_a_worker_that_dies_fails_its_document_and_the_batch_goes_on(stuck_input: Path, fixtures_dir: Path) -> None:
     good = fixtures_dir / "noisy_upload.txt"
     stop = threading.Event()
-    killer = threading.Thread(target=_kill_the_worker, args=(stop,), daemon=True)
+    killer = threading.Thread(target=_kill_the_worker_blocked_on, args=(stuck_input, stop), daemon=True)
     killer.start()
     try:
         outcomes = list(clean_files([stuck_input, good], NO_OCR, jobs=1, document_timeout=60, ordered=True))
     finally:
         stop.set()
+        killer.join(10)
     assert outcomes[0].error == f"{stuck_input}: worker died (killed by SIGKILL)"
     assert outcomes[1].ok
+
+
+def _close_the_pipes_then_exit(*_args: object, **_kw: object) -> None:
+    """In a worker: its pipes end at once, its process only half a second later (status 3)."""
+    os.closerange(3, 4096)
+    time.sleep(0.5)
+    os._exit(3)
+
+
+def test_a_dead_workers_error_names_how_it_ended_even_if_its_pipe_ended_first(
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A killed process closes its pipes before it can be reaped; the parent sees the end of the pipe first
+    # and read "exit status None" in that window (rare; a busy machine widens it). Here the window is 0.5 s.
+    good = fixtures_dir / "noisy_upload.txt"
+    monkeypatch.setattr(pool, "clean_input", _close_the_pipes_then_exit)  # the forked worker inherits it
+    outcomes = list(clean_files([good], NO_OCR, jobs=1, document_timeout=60))
+    assert [o.error for o in outcomes] == [f"{good}: worker died (exit status 3)"]
 
 
 def test_fail_fast_stops_at_the_first_failure(corpus: Path, fixtures_dir: Path) -> None:

@@ -6,6 +6,8 @@ Kept few and short (small max_tokens): each generated token costs real CPU time.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from docsan.runner.backends.base import GenerationRequest
 from docsan.runner.backends.embedded import embedded_engine
 from docsan.runner.backends.vllm_engine import VllmEngine
 from docsan.runner.queue import DeferredQueue
-from tests.runner_support import FIXTURE_PDF, runner_config
+from tests.runner_support import FIXTURE_PDF, ROOT, runner_config
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -83,3 +85,18 @@ def test_queue_run_drains_jobs_on_the_engine(engine: VllmEngine, tmp_path: Path)
     done = queue.get(job)
     assert done is not None and done.status == "done"
     assert done.answer and 0 < (done.completion_tokens or 0) <= 6
+
+
+def test_ask_shows_the_engines_error_and_not_torchs_triton_line(tmp_path: Path) -> None:
+    # A fresh process: torch's "Triton not available" warning comes once per process, while vLLM sets up the
+    # model; 1 KiB of KV cache then makes the engine fail at its next step, an error the user must see.
+    cfg = tmp_path / "docsan.toml"
+    cfg.write_text(
+        f'[runner]\nqueue_path = "{tmp_path / "q.sqlite3"}"\n[runner.embedded]\nkv_cache_bytes = 1024\n',
+        encoding="utf-8",
+    )
+    args = [sys.executable, "-m", "cli", "ask", str(FIXTURE_PDF), Q, "--max-tokens", "4", "--config", str(cfg)]
+    run = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1, run.stderr
+    assert "docsan: error: vLLM could not start: ValueError: No available memory for the cache blocks" in run.stderr
+    assert "Triton not available" not in run.stderr

@@ -42,12 +42,19 @@ def _metric(url: str, name: str) -> float:
     return total
 
 
-def _reserved(gw: str) -> float:
-    # Tiers that share an upstream report the same ledger: one tier's value is the upstream's.
-    for line in httpx.get(gw + "/metrics", timeout=10).text.splitlines():
-        if line.startswith('docsan_tier_kv_reserved_tokens{tier="t4"}'):
+def _upstream_gauge(metrics: str, name: str) -> float:
+    """A docsan_tier_* gauge of the tiers' one upstream, from a /metrics text.
+
+    Tiers that share an upstream report the same ledger: one tier's value is the upstream's (their sum, as
+    ``_metric`` gives it, counts it once per tier: 3 for one stream in flight)."""
+    for line in metrics.splitlines():
+        if line.startswith(name + '{tier="t4"}'):
             return float(line.rsplit(" ", 1)[1])
-    raise AssertionError("no reserved-tokens gauge")
+    raise AssertionError(f"no {name} gauge")
+
+
+def _reserved(gw: str) -> float:
+    return _upstream_gauge(httpx.get(gw + "/metrics", timeout=10).text, "docsan_tier_kv_reserved_tokens")
 
 
 def _wait(predicate: Any, timeout_s: float, what: str) -> float:
@@ -85,8 +92,15 @@ def test_slow_clients_that_never_read_are_cut_off_and_their_kv_released(tmp_path
         wait_ready(gw)
         clients = [_silent_stream(gw, body) for _ in range(2)]
         try:
-            _wait(lambda: _metric(gw, "docsan_tier_in_flight") >= 2, 120, "both streams admitted")
-            held = _reserved(gw)
+            # Both streams in flight and what they hold, from one scrape: by a later one the first could be cut.
+            scrape = {"text": ""}
+
+            def both_admitted() -> bool:
+                scrape["text"] = httpx.get(gw + "/metrics", timeout=10).text
+                return _upstream_gauge(scrape["text"], "docsan_tier_in_flight") >= 2
+
+            _wait(both_admitted, 120, "both streams admitted")
+            held = _upstream_gauge(scrape["text"], "docsan_tier_kv_reserved_tokens")
             t0 = time.monotonic()
             released = _wait(lambda: _reserved(gw) == 0, 300, "the reservations released")
             _wait(lambda: _metric(vllm_url, "vllm:num_requests_running") == 0, 60, "vLLM's sequences aborted")

@@ -171,6 +171,13 @@ def _size(path: Path) -> int:
 
 
 def _death(process: multiprocessing.process.BaseProcess) -> str:
+    """How a worker ended, for its document's error: ``killed by SIGKILL``, ``exit status 1``.
+
+    A dying process closes its pipes before the kernel lets its parent reap it: the parent can see the end
+    of the pipe while the exit code is not there yet (it would read ``exit status None``). So it waits for
+    the process first, bounded: a worker whose pipe ended is on its way out (one still there is killed next).
+    """
+    process.join(timeout=5)
     code = process.exitcode
     if code is not None and code < 0:
         try:
@@ -295,7 +302,6 @@ def _run(
                         hand_out(slot)  # before the unpickling: tens of milliseconds for a long document
                         outcome = pickle.loads(payload)
                 elif slot.process.sentinel in ready:
-                    slot.process.join()
                     outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
                     pool.replace(slot)
                 elif time.monotonic() >= slot.deadline:

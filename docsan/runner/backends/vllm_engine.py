@@ -25,9 +25,13 @@ def prepare_env() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     # vLLM's INFO/WARNING lines (thread binding, tcmalloc hints) would drown the answer on a terminal.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    # torch's C++ and Python loggers add "Triton not available" and NUMA lines for the same reason.
+    # torch's C++ logger adds NUMA lines for the same reason.
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-    logging.getLogger("torch").setLevel(logging.ERROR)
+    # "W... torch/_library/triton.py:53] Triton not available, find_triton_kernels = []" on every start: the
+    # CPU build has no Triton, and vLLM's model set-up asks torch for Triton kernels anyway. Only that one
+    # logger (its only warning) is raised to ERROR; torch's other loggers keep their warnings. Not the "torch"
+    # logger: importing torch sets that back to WARNING (torch._logging), and this one it leaves alone.
+    logging.getLogger("torch._library.triton").setLevel(logging.ERROR)
     # vLLM touches a deprecated torch.distributed name at import; the warning is theirs, not the user's.
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm(\.|$)")
 
