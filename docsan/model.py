@@ -308,7 +308,8 @@ class Document:
     @property
     def text(self) -> str:
         """Plain text of the whole document; pages separated by a blank line."""
-        return "\n\n".join(p.text for p in self.pages if p.text)
+        # Each page's text is a join of its blocks: asked once, not once to test and again to join.
+        return "\n\n".join(text for p in self.pages if (text := p.text))
 
     @property
     def is_chat(self) -> bool:

@@ -17,7 +17,8 @@ never touched, headings become one line.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
+from collections.abc import Mapping
 from typing import ClassVar
 
 import regex
@@ -116,7 +117,7 @@ class Reflow:
 
     def __call__(self, doc: Document) -> StageResult:
         vocab = _Vocabulary(doc) if self.dehyphenate else None
-        stats: Counter[str] = Counter()
+        stats: defaultdict[str, int] = defaultdict(int)
         changes: list[Change] = []
         page_groups = [
             merge_line_blocks(page.blocks) if self.merge_line_blocks else [(b, (b,)) for b in page.blocks]
@@ -133,7 +134,7 @@ class Reflow:
                 # history would lose the engine's prefix cache at every turn.
                 vocab = _Vocabulary(doc.with_pages([page]))
             for g, (block, sources) in enumerate(groups):
-                counts: Counter[str] = Counter()
+                counts: defaultdict[str, int] = defaultdict(int)
                 if len(sources) > 1:
                     counts["blocks_merged"] += len(sources) - 1
                 # Each half is reflowed on its own lines, as it would be without the other.
@@ -147,7 +148,7 @@ class Reflow:
                 where[(i, g)] = where[head]
                 entry[3] = self._seam(entry[3], text, vocab, counts)
                 entry[2] = entry[2] + sources
-                entry[4].update(counts)
+                _add(entry[4], counts)
                 entry[5] += 1
         blocks: list[list[Block]] = [[] for _ in doc.pages]
         for i, block, sources, text, counts, crossed in out:
@@ -159,7 +160,7 @@ class Reflow:
                 text = self.block_text(block.with_text(text), vocab, counts)
             if counts or crossed:
                 stats["blocks_reflowed"] += 1
-                stats.update(counts)
+                _add(stats, counts)
                 details = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(counts.items()) if v)
                 before = "\n\n".join(b.text for b in sources)
                 if crossed:
@@ -198,14 +199,14 @@ class Reflow:
             last = (i, len(groups) - 1)
         return heads
 
-    def _seam(self, head: str, tail: str, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
+    def _seam(self, head: str, tail: str, vocab: _Vocabulary | None, counts: defaultdict[str, int]) -> str:
         """The reflowed halves of a paragraph as one: the first's last paragraph joined to the second's first."""
         before, _, last = head.rpartition("\n\n")
         first, _, after = tail.partition("\n\n")
         joined = self._join_run([last, first], vocab, counts)
         return "\n\n".join(p for p in (before, joined, after) if p)
 
-    def block_text(self, block: Block, vocab: _Vocabulary | None, counts: Counter[str]) -> str:
+    def block_text(self, block: Block, vocab: _Vocabulary | None, counts: defaultdict[str, int]) -> str:
         """The reflowed text of one block; ``counts`` tallies what was done."""
         if block.kind is BlockKind.TABLE or has_fence(block.text):
             # Tables keep their grid; a fenced code block's lines are code.
@@ -227,7 +228,7 @@ class Reflow:
         plain = block.source in _AUTHOR_LINES
         return "\n\n".join(self._paragraph(p, vocab, counts, plain=plain) for p in text.split("\n\n"))
 
-    def _paragraph(self, text: str, vocab: _Vocabulary | None, counts: Counter[str], *, plain: bool) -> str:
+    def _paragraph(self, text: str, vocab: _Vocabulary | None, counts: defaultdict[str, int], *, plain: bool) -> str:
         lines = text.split("\n")
         widths = [display_width(ln.strip()) for ln in lines]
         widest = max(widths)
@@ -236,7 +237,7 @@ class Reflow:
         out: list[str] = []
         # Tallied apart: a text file's paragraph that turns out to be typed line by line is kept as it
         # was, and what was joined before that was seen must not be reported as done.
-        done: Counter[str] = Counter()
+        done: defaultdict[str, int] = defaultdict(int)
         run = [lines[0]]
         for prev_width, line in zip(widths, lines[1:], strict=False):
             if (
@@ -262,10 +263,10 @@ class Reflow:
             else:
                 run.append(line)
         out.append(self._join_run(run, vocab, done))
-        counts.update(done)
+        _add(counts, done)
         return "".join(out)
 
-    def _join_run(self, lines: list[str], vocab: _Vocabulary | None, counts: Counter[str]) -> str:
+    def _join_run(self, lines: list[str], vocab: _Vocabulary | None, counts: defaultdict[str, int]) -> str:
         """Join lines that belong to one paragraph; the first keeps its indentation."""
         # Pieces collected in a list: repeated str concatenation is quadratic
         # on a paragraph of thousands of lines.
@@ -291,6 +292,17 @@ class Reflow:
                 parts.append(_joiner(prev[-1], nxt[0], prev[-2:-1]))
             parts.append(nxt)
         return "".join(parts)
+
+
+def _add(total: defaultdict[str, int], counts: Mapping[str, int]) -> None:
+    """Add ``counts`` into ``total``, key by key in ``counts``' order.
+
+    The stage's tallies are ``defaultdict(int)``, not ``Counter``: only counted into, thousands a run
+    (one per block and per paragraph), and a ``Counter`` costs several times a dict to make and to
+    update from a mapping (its ``Mapping`` test), for nothing the stage uses.
+    """
+    for key, n in counts.items():
+        total[key] += n
 
 
 def _joiner(last: str, first: str, before_last: str) -> str:
