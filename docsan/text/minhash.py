@@ -29,7 +29,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from functools import cache
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 import xxhash
@@ -70,7 +70,7 @@ def signatures(shingle_sets: Sequence[Sequence[str]], num_perm: int, seed: int) 
     a, b = permutations(num_perm, seed)
     sizes = [len(group) for group in shingle_sets]
     # Every set's shingles hashed in one pass, in order, then mixed in one step; a chunk is a slice of them.
-    mixed = _fmix32(_hashes([s for group in shingle_sets for s in group]))
+    mixed = _fmix32(_hashes(list(chain.from_iterable(shingle_sets))))
     ends = np.cumsum(sizes).tolist()
     start = 0
     while start < len(sizes):
@@ -100,12 +100,13 @@ def _hashes(shingles: list[str]) -> np.ndarray:
     several times cheaper than naming the codec and error handler; the bytes are the same, and only a
     text with a lone surrogate (which strict UTF-8 refuses) needs the named handler.
     """
-    try:
-        encoded = list(map(str.encode, shingles))
-    except UnicodeEncodeError:
-        encoded = list(map(str.encode, shingles, repeat("utf-8"), repeat("surrogatepass")))
     # "I" (C unsigned int) is 32 bits wherever numpy runs: the buffer is read as uint32 as it is.
-    return np.frombuffer(array("I", map(xxhash.xxh32_intdigest, encoded)), dtype=np.uint32)
+    try:
+        hashes = array("I", map(xxhash.xxh32_intdigest, map(str.encode, shingles)))
+    except UnicodeEncodeError:
+        encoded = map(str.encode, shingles, repeat("utf-8"), repeat("surrogatepass"))
+        hashes = array("I", map(xxhash.xxh32_intdigest, encoded))
+    return np.frombuffer(hashes, dtype=np.uint32)
 
 
 def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
