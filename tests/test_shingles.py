@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docsan.text.chardata import CJK_LETTERS
-from docsan.text.shingles import novel_length, shingle
+from docsan.text.shingles import _ASCII_WORD, _ascii_words, novel_length, shingle
 
 # ASCII, the corpus's non-ASCII punctuation and symbols, accented and combining letters, CJK letters and
 # punctuation, a CJK radical (script Han, not a letter), other scripts' digits and numerals.
@@ -37,3 +37,10 @@ def test_non_ascii_letters_stay_in_their_words() -> None:
         "s crème brûlée",
     }
     assert shingle("don’t stop – now •").normalized == "don t stop now"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_ALPHABET + "\x00\t\x0b\x1c\x1f\x7f\x80\x85\xa0\u2028\udc80_~", max_size=80))
+def test_ascii_words_are_the_ascii_word_pattern_s(text: str) -> None:
+    # Whitespace of every kind, controls, NUL, a lone surrogate: all separate the words as the regex does.
+    assert _ascii_words(text) == _ASCII_WORD.findall(text)

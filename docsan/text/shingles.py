@@ -27,6 +27,9 @@ _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 # The same words in ASCII text (no marks there, the only digits 0-9), found by the standard library's
 # engine three times faster: most paragraphs are ASCII.
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+# _ASCII_WORD's words found by bytes.translate and split instead (see _ascii_words): each byte that is no
+# character of such a word, every byte of a UTF-8 sequence outside ASCII included, becomes a space.
+_ASCII_WORD_BYTES = bytes(c if _ASCII_WORD.fullmatch(chr(c)) else ord(" ") for c in range(256))
 # A character outside ASCII that can be part of a word (or a CJK letter): where a text has none, its
 # non-ASCII characters are all punctuation, symbols or spaces ("’", "–", "•": a fifth of the corpus's
 # paragraphs), which separate words like ASCII punctuation, so its words are _ASCII_WORD's.
@@ -64,7 +67,9 @@ def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
     if words is not None:
         # Fast path, most paragraphs: one script, words only (same result as below).
         if len(words) >= word_n:
-            grams = frozenset(map(" ".join, zip(*(words[i:] for i in range(word_n)), strict=False)))
+            # The word_n shifted lists unpacked from a list, not a generator: 2,600 instructions fewer a text
+            # (the corpus: 150 instead of 160 M for the n-gram sets).
+            grams = frozenset(map(" ".join, zip(*[words[i:] for i in range(word_n)], strict=False)))
             return Shingled(grams, " ".join(words), True)
         joined = " ".join(words)
         return Shingled(frozenset([joined]) if words else frozenset(), joined, False)
@@ -99,8 +104,18 @@ def _words_without_cjk(text: str) -> list[str] | None:
     Found by the standard library's engine where every non-ASCII character is punctuation or a symbol.
     """
     if text.isascii() or _NON_ASCII_WORD.search("".join(_NON_ASCII.findall(text))) is None:  # isascii: O(1)
-        return _ASCII_WORD.findall(text)
+        return _ascii_words(text)
     return _WORD.findall(text) if _ANY_CJK.search(text) is None else None
+
+
+def _ascii_words(text: str) -> list[str]:
+    """``_ASCII_WORD.findall(text)``: its maximal runs of ASCII letters and digits, by byte operations.
+
+    Every other character becomes one or more spaces (_ASCII_WORD_BYTES), so splitting at whitespace gives
+    the same runs; the byte translation and the split cost about a third of the regex scan's instructions
+    (corpus: 138 -> 48 M over the 3,626 texts that take this path).
+    """
+    return text.encode("utf-8", "surrogatepass").translate(_ASCII_WORD_BYTES).decode("ascii").split()
 
 
 def _segments(text: str) -> list[tuple[bool, list[str]]]:
