@@ -89,8 +89,7 @@ def line_centres(block: Block) -> list[float]:
     if box is None:
         return [0.0] * n
     lo, hi = (box.x0, box.x1) if is_vertical(block) else (box.y0, box.y1)
-    # hi - lo is the block's thickness: is_one_row's test without judging the direction again.
-    if n == 1 or hi - lo <= ROW_THICKNESS * font_size(block):
+    if n == 1 or is_one_row(block):
         return [(lo + hi) / 2] * n
     step = (hi - lo) / n
     return [lo + (i + 0.5) * step for i in range(n)]

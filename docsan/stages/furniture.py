@@ -257,20 +257,11 @@ class Furniture:
     def _geometric_candidates(self, page: Page, out: _PageLines, tables: set[int]) -> None:
         blocks = [(bi, block, block.text.split("\n")) for bi, block in enumerate(page.blocks)]
         blocks = [(bi, block, lines) for bi, block, lines in blocks if bi not in tables and block.bbox is not None]
-        keys = line_keys([line for _, _, lines in blocks for line in lines])
-        start = 0
+        keys = iter(line_keys([line for _, _, lines in blocks for line in lines]))
         for bi, block, lines in blocks:
-            block_keys = keys[start : start + len(lines)]
-            start += len(lines)
             extent = (page.width if is_vertical(block) else page.height) or 1.0
-            centres = line_centres(block)
-            # Most blocks lie wholly between the bands: their lines are all body text, and a line's
-            # place (its centre over the extent, which grows with the centre) need not be judged one
-            # by one; the block's outermost lines decide. ("" keys are dropped by _page_lines.)
-            if min(centres) / extent >= self.band and max(centres) / extent <= 1 - self.band:
-                out.body_keys.update(block_keys)
-                continue
-            for li, (line, centre, key) in enumerate(zip(lines, centres, block_keys, strict=True)):
+            for li, (line, centre) in enumerate(zip(lines, line_centres(block), strict=True)):
+                key = next(keys)
                 if not key:
                     continue
                 pos = centre / extent
