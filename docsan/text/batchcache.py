@@ -25,9 +25,10 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 MIB = 1024**2
-# What an entry holds besides what its cache weighs: the ordered dict's slot and node and the (value, weight)
-# pair (131 bytes, tracemalloc, CPython 3.11), and the key's tuple and a small value, which weights leave out.
+# What an entry holds besides what its cache weighs: the ordered dict's slot and node (100 bytes, tracemalloc,
+# CPython 3.11), and the key's tuple and a small value, which weights leave out.
 ENTRY_BYTES = 200
+_MISSING = object()
 
 
 class BatchCache(Generic[K, V]):
@@ -42,17 +43,18 @@ class BatchCache(Generic[K, V]):
         self.maxsize = maxsize
         self.max_bytes = max_bytes
         self._weigh = weigh
-        self._data: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        # Weights are not stored: an entry's is computed again when it goes (weigh is a function of the entry).
+        self._data: OrderedDict[K, V] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key: K, compute: Callable[[K], V]) -> V:
         """The value of ``key``, from ``compute(key)`` when not kept (one key: no batch to gather)."""
         with self._lock:
-            entry = self._data.get(key)  # a (value, weight) pair: never None
-            if entry is not None:
+            value = self._data.get(key, _MISSING)
+            if value is not _MISSING:
                 self._data.move_to_end(key)
-                return entry[0]
+                return value  # type: ignore[return-value]
         value = compute(key)
         with self._lock:
             self._keep(key, value)
@@ -74,7 +76,7 @@ class BatchCache(Generic[K, V]):
     def _recall(self, key: K) -> V:
         """A kept value, now the most recently used (the lock held)."""
         self._data.move_to_end(key)
-        return self._data[key][0]
+        return self._data[key]
 
     def _keep(self, key: K, value: V) -> None:
         """Keep a computed value and evict down to both bounds (the lock held).
@@ -87,10 +89,10 @@ class BatchCache(Generic[K, V]):
         weight = self._weigh(key, value) + ENTRY_BYTES
         if weight > self.max_bytes:
             return
-        self._data[key] = (value, weight)
+        self._data[key] = value
         self._bytes += weight
         while len(self._data) > self.maxsize or self._bytes > self.max_bytes:
-            self._bytes -= self._data.popitem(last=False)[1][1]
+            self._bytes -= self._weigh(*self._data.popitem(last=False)) + ENTRY_BYTES
 
     @property
     def bytes(self) -> int:
