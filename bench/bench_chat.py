@@ -95,8 +95,8 @@ def recall(n: int, budget: int, tok: Tokenizer) -> dict[str, object]:
 
 
 def _clear_caches() -> None:
-    rank._term_counts.cache_clear()
-    neardup._shingle_cached.cache_clear()
+    rank._TERM_COUNTS.clear()
+    neardup._SHINGLES.clear()
     neardup._SIGNATURES.clear()
     budget_chat._TOKENS.clear()
 

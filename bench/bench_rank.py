@@ -73,7 +73,7 @@ def _rjieba_terms(run: str) -> list[str]:
 def analyzer(stem: bool, segment: bool) -> Iterator[None]:
     """docsan.budget.rank with its stemmer and/or segmenter replaced by the plain forms."""
     saved = rank._stem, rank._cjk_terms
-    rank._term_counts.cache_clear()  # its entries were made by another analyzer
+    rank._TERM_COUNTS.clear()  # its entries were made by another analyzer
     if not stem:
         rank._stem = str.casefold
     if segment:
@@ -82,7 +82,7 @@ def analyzer(stem: bool, segment: bool) -> Iterator[None]:
         yield
     finally:
         rank._stem, rank._cjk_terms = saved
-        rank._term_counts.cache_clear()
+        rank._TERM_COUNTS.clear()
 
 
 def histories_recall(n: int, budgets: tuple[int, ...], tok: Tokenizer) -> dict[str, object]:

@@ -26,11 +26,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 import regex
 
+from docsan.text.batchcache import MIB, BatchCache
 from docsan.text.chardata import CJK_LETTERS
 
 # Either a run of CJK letters, or a run of word characters that are not
@@ -88,16 +89,31 @@ def terms(text: str) -> list[str]:
     return out
 
 
-# Term counts per text, kept across calls: a chat client re-sends its whole
-# history with every turn, so most paragraphs were ranked for the request before.
-@lru_cache(maxsize=16384)
-def _term_counts(text: str) -> Counter[str]:
-    return Counter(terms(text))
+# What one term of a kept counter costs, at most about: its share of the counter's table (30 bytes) and its
+# string (a CJK bigram's, 76-78; a stemmed word's is shared with _stems). Measured 60 on average (tracemalloc,
+# 4,000 paragraphs of the replay traffic, Chinese and English).
+_TERM_BYTES = 100
+
+
+def _counts_bytes(text: str, counts: Counter[str]) -> int:
+    """An estimate of a kept entry of _TERM_COUNTS: its terms and its text (two bytes a character)."""
+    return _TERM_BYTES * len(counts) + 2 * len(text)
+
+
+# Term counts per text, kept across calls: a chat client re-sends its whole history with every turn, so
+# most paragraphs were ranked for the request before. 16,384 entries held 25 MiB on the replay traffic
+# (docs/benchmarks.md, "The gateway's memory and the collector settings"); the byte bound keeps long
+# paragraphs from taking more.
+_TERM_COUNTS: BatchCache[str, Counter[str]] = BatchCache(16384, 16 * MIB, _counts_bytes)
+
+
+def _term_counts(texts: list[str]) -> list[Counter[str]]:
+    return [Counter(terms(t)) for t in texts]
 
 
 def bm25_scores(query: str, texts: Sequence[str], *, k1: float = K1, b: float = B) -> list[float]:
     """Okapi BM25 score of each text for ``query`` (0.0 when no query term occurs)."""
-    docs = [_term_counts(t) for t in texts]
+    docs = _TERM_COUNTS.get_many(list(texts), _term_counts)
     q_terms = set(terms(query))
     if not docs or not q_terms:
         return [0.0] * len(docs)

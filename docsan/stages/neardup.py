@@ -49,7 +49,6 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
-from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -62,7 +61,7 @@ from docsan.model import Block, BlockKind, ChangeKind, Document, Page
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text import minhash
 from docsan.text.banding import BandIndex
-from docsan.text.batchcache import BatchCache
+from docsan.text.batchcache import MIB, BatchCache
 from docsan.text.paragraphs import BlockParagraphs, is_short_lines, paragraph_spans, split_paragraphs
 from docsan.text.passages import Entry, Passage, cut_spans, find_passages
 from docsan.text.sections import NO_SECTIONS, Occurrence, Sections, find_sections, is_boilerplate, occurrence
@@ -104,37 +103,72 @@ class Unit:
     # A message's paragraphs: a message only counts as a copy when none of
     # them is new (a re-sent paste with a new question is not a duplicate).
     parts: tuple[Shingled, ...] = ()
+    # The texts a message's shingles are the union of (its paragraphs'), when more than one; () when the
+    # shingles are its own text's. What its signature is keyed by (see _SIGNATURES).
+    sources: tuple[str, ...] = ()
+
+
+# What one shingle of a kept set costs, a little over what was measured (tracemalloc, 4,000 paragraphs of the
+# replay traffic: 135 bytes): its string object (71 on average; 84-90 for a CJK 5-gram) and its share of the
+# set's table (64).
+_SHINGLE_BYTES = 150
+
+
+def _shingled_bytes(key: tuple[str, int, int], sh: Shingled) -> int:
+    """An estimate of a kept entry of _SHINGLES: its shingles, its text and normalised text (two bytes a character).
+
+    Lengths, not ``sys.getsizeof``: this runs for every new text, and the bound needs an estimate only.
+    """
+    return _SHINGLE_BYTES * len(sh.shingles) + 2 * (len(key[0]) + len(sh.normalized))
 
 
 # Shingles per text, kept across calls: a chat client re-sends its whole
 # history with every turn, so almost every paragraph was shingled for the
-# request before. Bounded by count, not bytes: 33-34 MiB when full on the
-# replay traffic (docs/benchmarks.md, "The gateway's memory and the collector
-# settings"); longer paragraphs take more.
-@lru_cache(maxsize=8192)
-def _shingle_cached(text: str, cjk_n: int, word_n: int) -> Shingled:
+# request before. 8,192 entries held 33-34 MiB on the replay traffic
+# (docs/benchmarks.md, "The gateway's memory and the collector settings");
+# the byte bound keeps longer paragraphs from taking more.
+_SHINGLES: BatchCache[tuple[str, int, int], Shingled] = BatchCache(8192, 32 * MIB, _shingled_bytes)
+
+
+def _shingle_text(key: tuple[str, int, int]) -> Shingled:
+    text, cjk_n, word_n = key
     return shingle(text, cjk_n=cjk_n, word_n=word_n)
 
 
-# 16,384 signatures of 128 32-bit values (8 MB), keyed by their shingle sets,
-# which the entries keep alive: 92-95 MiB when full on the replay traffic
-# (docs/benchmarks.md, as above), more for longer messages.
-_SIGNATURES: BatchCache[tuple[frozenset[str], int, int], np.ndarray] = BatchCache(16384)
+# A signature key: what a unit's shingle set is made from (its text, or a message's paragraphs' texts, see
+# Unit.sources), the n-gram sizes, num_perm and seed. Not the set itself, which the key would keep alive
+# (92-95 MiB of 16,384 entries on the replay traffic, docs/benchmarks.md as above). Correct because the set
+# is a function of the texts and the n-gram sizes (shingle is deterministic; a message's set is the union of
+# its paragraphs' sets, and a str key never equals a tuple key), and the signature a function of the set,
+# num_perm and seed: equal keys, equal signatures. Two texts can make one set ("A b c" and "a, b c"): they get
+# two entries of the same signature, never a wrong one.
+_SignatureKey = tuple[str | tuple[str, ...], int, int, int, int]
 
 
-def _signatures(shingle_sets: list[frozenset[str]], num_perm: int, seed: int) -> np.ndarray:
-    """MinHash signatures (one row per set; :func:`docsan.text.minhash.signatures` for the sets not seen before).
+def _signature_bytes(key: _SignatureKey, row: bytes) -> int:
+    """An estimate of a kept entry of _SIGNATURES: its row and its key's texts (two bytes a character)."""
+    source = key[0]
+    return len(row) + 2 * (len(source) if isinstance(source, str) else sum(map(len, source)))
 
-    A signature depends only on the set, ``num_perm`` and ``seed``, so it is
-    kept across calls (docsan.text.batchcache): a re-sent chat history
-    costs the new messages' signatures only.
+
+# The rows as bytes: each its own buffer (a numpy row is a view that keeps its whole batch's matrix alive, more
+# than its entry's weight), and one join makes a call's matrix.
+_SIGNATURES: BatchCache[_SignatureKey, bytes] = BatchCache(16384, 32 * MIB, _signature_bytes)
+
+
+def _signatures(units: list[Unit], cjk_n: int, word_n: int, num_perm: int, seed: int) -> np.ndarray:
+    """MinHash signatures of the units' shingle sets (one row per unit), kept across calls (see _SIGNATURES).
+
+    A re-sent chat history costs the new messages' signatures only. The matrix is read-only (the rows' bytes).
     """
+    keys = [(u.sources or u.text, cjk_n, word_n, num_perm, seed) for u in units]
+    sets = {k: u.sh.shingles for k, u in zip(keys, units, strict=True)}
 
-    def compute(keys: list[tuple[frozenset[str], int, int]]) -> list[np.ndarray]:
-        return list(minhash.signatures([k[0] for k in keys], num_perm, seed))
+    def compute(missing: list[_SignatureKey]) -> list[bytes]:
+        return [row.tobytes() for row in minhash.signatures([sets[k] for k in missing], num_perm, seed)]
 
-    rows = _SIGNATURES.get_many([(s, num_perm, seed) for s in shingle_sets], compute)
-    return np.array(rows).reshape(len(rows), num_perm)
+    rows = _SIGNATURES.get_many(keys, compute)
+    return np.frombuffer(b"".join(rows), dtype=np.uint32).reshape(len(rows), num_perm)
 
 
 def _union(parts: tuple[Shingled, ...]) -> Shingled:
@@ -371,7 +405,7 @@ class NearDuplicates:
 
     def shingled(self, text: str) -> Shingled:
         """``text``'s shingles with this stage's n-gram sizes (cached across calls)."""
-        return _shingle_cached(text, self.cjk_ngram, self.word_ngram)
+        return _SHINGLES.get((text, self.cjk_ngram, self.word_ngram), _shingle_text)
 
     def _unit(self, page: int, blocks: list[int], text: str, label: str) -> Unit | None:
         # Three times the raw length bounds the weighted normalised one (Shingled.length):
@@ -394,9 +428,11 @@ class NearDuplicates:
             # needs those anyway): only n-grams across a paragraph break are
             # missing, which a copy shares with its original all the same.
             parts = tuple(self.shingled(t) for t in texts)
-            whole = parts[0] if len(parts) == 1 else _union(parts)
-            unit = Unit(i, idx, text, whole, f"message {page.number}", parts=parts)
-            units.append(unit)
+            label = f"message {page.number}"
+            if len(parts) == 1:
+                units.append(Unit(i, idx, text, parts[0], label, parts=parts))
+            else:
+                units.append(Unit(i, idx, text, _union(parts), label, parts=parts, sources=tuple(texts)))
         return units
 
     def _paragraph_units(
@@ -470,7 +506,7 @@ class NearDuplicates:
     def signatures(self, units: list[Unit]) -> tuple[dict[int, int], np.ndarray]:
         """MinHash signatures of the units that have n-grams: ``{id(unit): row}`` and the matrix of rows."""
         long_units = [u for u in units if u.sh.has_ngrams]
-        matrix = _signatures([u.sh.shingles for u in long_units], self.num_perm, self.seed)
+        matrix = _signatures(long_units, self.cjk_ngram, self.word_ngram, self.num_perm, self.seed)
         return {id(u): i for i, u in enumerate(long_units)}, matrix
 
     @property
