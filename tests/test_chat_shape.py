@@ -169,6 +169,7 @@ def test_hidden_only_messages_go_with_their_turn_or_refuse_the_request(cleaner: 
         cleaner.clean([*msgs[:2], {"role": "user", "content": ZW + TAGS}])
 
 
+@pytest.mark.usefixtures("corpus")  # bench.chat_histories pastes the shared corpus's text
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_repasted_history_keeps_no_empty_message_and_a_valid_role_order(cleaner: ChatCleaner, lang: str) -> None:
     """The issue's case: an 81-turn history with re-pasted text came back with 80 empty messages."""
@@ -185,6 +186,7 @@ def test_repasted_history_keeps_no_empty_message_and_a_valid_role_order(cleaner:
     deepseek_v4_encoder()(result.messages, thinking_mode="chat")  # vLLM's DeepSeek-V4 encoder accepts it
 
 
+@pytest.mark.usefixtures("corpus")  # bench.chat_histories pastes the shared corpus's text
 @pytest.mark.slow
 def test_the_embedded_models_chat_template_renders_the_cleaned_history(cleaner: ChatCleaner) -> None:
     from docsan.runner.embedded_model import embedded_model_dir
@@ -197,6 +199,7 @@ def test_the_embedded_models_chat_template_renders_the_cleaned_history(cleaner: 
     assert role_order_problems(result.messages) == []
 
 
+@pytest.mark.usefixtures("corpus")  # bench.chat_histories pastes the shared corpus's text
 def test_same_history_same_bytes_and_earlier_turns_stable_as_it_grows(cleaner: ChatCleaner) -> None:
     """Prefix-cache friendly: cleaning an extended history gives the earlier turns exactly as before."""
     history = build(seed=5, turns=60, lang="en").messages
@@ -212,6 +215,7 @@ def test_same_history_same_bytes_and_earlier_turns_stable_as_it_grows(cleaner: C
             assert by_position.get(page.number) == message, f"message {page.number} differs"
 
 
+@pytest.mark.usefixtures("corpus")  # bench.chat_histories pastes the shared corpus's text
 def test_clean_chat_with_budget_counts_and_records(cleaner: ChatCleaner) -> None:
     history = build(seed=3, turns=50, lang="zh").messages
     result = clean_chat(history, budget=2000)
