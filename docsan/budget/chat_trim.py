@@ -57,7 +57,7 @@ from docsan.errors import ConfigError
 from docsan.model import ChangeKind, Document, DocumentKind
 from docsan.render import render_text
 from docsan.report import Change, ChangeCode, StageResult
-from docsan.text.batchcache import MIB, BatchCache
+from docsan.text.batchcache import MIB, BatchCache, text_bytes
 from docsan.text.paragraphs import split_paragraphs
 
 CountMessages = Callable[[list[dict[str, Any]]], int]
@@ -86,8 +86,8 @@ _COUNT_WHOLE_BELOW = 1.25
 
 # Token counts per (tokenizer, text), kept across calls (docsan.text.batchcache says why). 32,768 entries held
 # 25 MiB on the replay traffic (docs/benchmarks.md, "The gateway's memory and the collector settings"); the byte
-# bound keeps long messages from taking more. An entry is about its text (two bytes a character; the count is an int).
-_TOKENS: BatchCache[tuple[str, str], int] = BatchCache(32768, 16 * MIB, lambda key, count: 2 * len(key[1]))
+# bound keeps long messages from taking more. An entry is about its text (the count is a small int).
+_TOKENS: BatchCache[tuple[str, str], int] = BatchCache(32768, 16 * MIB, lambda key, count: text_bytes(key[1]))
 
 
 def text_tokens(tokenizer: Tokenizer, texts: list[str]) -> list[int]:

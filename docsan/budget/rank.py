@@ -31,7 +31,7 @@ from typing import Any
 
 import regex
 
-from docsan.text.batchcache import MIB, BatchCache
+from docsan.text.batchcache import MIB, BatchCache, text_bytes
 from docsan.text.chardata import CJK_LETTERS
 
 # Either a run of CJK letters, or a run of word characters that are not
@@ -96,8 +96,8 @@ _TERM_BYTES = 100
 
 
 def _counts_bytes(text: str, counts: Counter[str]) -> int:
-    """An estimate of a kept entry of _TERM_COUNTS: its terms and its text (two bytes a character)."""
-    return _TERM_BYTES * len(counts) + 2 * len(text)
+    """An estimate of a kept entry of _TERM_COUNTS: its terms and its text."""
+    return _TERM_BYTES * len(counts) + text_bytes(text)
 
 
 # Term counts per text, kept across calls: a chat client re-sends its whole history with every turn, so

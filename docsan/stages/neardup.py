@@ -61,7 +61,7 @@ from docsan.model import Block, BlockKind, ChangeKind, Document, Page
 from docsan.report import Change, ChangeCode, StageResult
 from docsan.text import minhash
 from docsan.text.banding import BandIndex
-from docsan.text.batchcache import MIB, BatchCache
+from docsan.text.batchcache import MIB, BatchCache, text_bytes
 from docsan.text.paragraphs import BlockParagraphs, is_short_lines, paragraph_spans, split_paragraphs
 from docsan.text.passages import Entry, Passage, cut_spans, find_passages
 from docsan.text.sections import NO_SECTIONS, Occurrence, Sections, find_sections, is_boilerplate, occurrence
@@ -115,11 +115,11 @@ _SHINGLE_BYTES = 150
 
 
 def _shingled_bytes(key: tuple[str, int, int], sh: Shingled) -> int:
-    """An estimate of a kept entry of _SHINGLES: its shingles, its text and normalised text (two bytes a character).
+    """An estimate of a kept entry of _SHINGLES: its shingles, its text and its normalised text.
 
     Lengths, not ``sys.getsizeof``: this runs for every new text, and the bound needs an estimate only.
     """
-    return _SHINGLE_BYTES * len(sh.shingles) + 2 * (len(key[0]) + len(sh.normalized))
+    return _SHINGLE_BYTES * len(sh.shingles) + text_bytes(key[0]) + text_bytes(sh.normalized)
 
 
 # Shingles per text, kept across calls: a chat client re-sends its whole
@@ -146,9 +146,9 @@ _SignatureKey = tuple[str | tuple[str, ...], int, int, int, int]
 
 
 def _signature_bytes(key: _SignatureKey, row: bytes) -> int:
-    """An estimate of a kept entry of _SIGNATURES: its row and its key's texts (two bytes a character)."""
+    """An estimate of a kept entry of _SIGNATURES: its row and its key's texts."""
     source = key[0]
-    return len(row) + 2 * (len(source) if isinstance(source, str) else sum(map(len, source)))
+    return len(row) + (text_bytes(source) if isinstance(source, str) else sum(map(text_bytes, source)))
 
 
 # The rows as bytes: each its own buffer (a numpy row is a view that keeps its whole batch's matrix alive, more

@@ -4,8 +4,8 @@ A chat client re-sends its whole history with every turn: the shingles,
 MinHash signatures and token counts of all but the newest messages were
 computed for the request before. Keeping them (bounded, least recently used
 out) makes a re-sent history cost about its new messages. Computing in
-batches keeps the vectorised paths (``MinHash.bulk``, ``encode_batch``) for
-what is missing. Thread-safe: a server may clean requests in threads.
+batches keeps the vectorised paths (``minhash.signatures``, the tokenizer's
+``count_batch``) for what is missing. Thread-safe: a server may clean requests in threads.
 
 Bounded twice: in entries, and in bytes. A request body may be 8 MiB, so a
 bound in entries alone lets long messages take memory without limit; the
@@ -28,7 +28,15 @@ MIB = 1024**2
 # What an entry holds besides what its cache weighs: the ordered dict's slot and node (100 bytes, tracemalloc,
 # CPython 3.11), and the key's tuple and a small value, which weights leave out.
 ENTRY_BYTES = 200
-_MISSING = object()
+
+
+def text_bytes(text: str) -> int:
+    """A weight's estimate of a string's size: two bytes a character.
+
+    CPython keeps one to four bytes a character (most kept texts are ASCII, or mixed with CJK); the object's
+    header is left to :data:`ENTRY_BYTES`.
+    """
+    return 2 * len(text)
 
 
 class BatchCache(Generic[K, V]):
@@ -51,10 +59,8 @@ class BatchCache(Generic[K, V]):
     def get(self, key: K, compute: Callable[[K], V]) -> V:
         """The value of ``key``, from ``compute(key)`` when not kept (one key: no batch to gather)."""
         with self._lock:
-            value = self._data.get(key, _MISSING)
-            if value is not _MISSING:
-                self._data.move_to_end(key)
-                return value  # type: ignore[return-value]
+            if key in self._data:
+                return self._recall(key)
         value = compute(key)
         with self._lock:
             self._keep(key, value)

@@ -24,8 +24,8 @@ _TOKEN = regex.compile(
 )
 _ANY_CJK = regex.compile(rf"[{CJK_LETTERS}]")
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
-# The same words in ASCII text (no marks there, the only digits 0-9), found by the standard library's
-# engine three times faster: most paragraphs are ASCII.
+# The same words in ASCII text (no marks there, the only digits 0-9): most paragraphs are ASCII. The class
+# that defines them; _ascii_words finds them by a byte table made from it.
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 # _ASCII_WORD's words found by bytes.translate and split instead (see _ascii_words): each byte that is no
 # character of such a word, every byte of a UTF-8 sequence outside ASCII included, becomes a space.
@@ -101,7 +101,7 @@ def shingle(text: str, *, cjk_n: int = 5, word_n: int = 3) -> Shingled:
 def _words_without_cjk(text: str) -> list[str] | None:
     """The words of casefolded ``text`` when it holds no CJK letter (its one segment, see :func:`_segments`), else None.
 
-    Found by the standard library's engine where every non-ASCII character is punctuation or a symbol.
+    Found by :func:`_ascii_words` where every non-ASCII character is punctuation or a symbol.
     """
     if text.isascii() or _NON_ASCII_WORD.search("".join(_NON_ASCII.findall(text))) is None:  # isascii: O(1)
         return _ascii_words(text)
