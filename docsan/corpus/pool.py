@@ -43,7 +43,7 @@ DEFAULT_DOCUMENT_TIMEOUT_S = 600.0
 DEFAULT_WORKER_MAX_RSS_MB = 400.0
 
 T = TypeVar("T")
-# What clean_files yields for an outcome: the outcome itself, or what its ``transform`` made of it.
+# clean_files' ``transform``: what it yields for each outcome in place of the outcome itself.
 Transform = Callable[[Outcome], Any]
 
 
