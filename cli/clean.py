@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from docsan.batch import expand_inputs, render_output
+from docsan.batch import Outcome, expand_inputs, render_output
 from docsan.budget.tokenizer import Tokenizer
 from docsan.collector import tune_for_batch
 from docsan.config import BudgetStrategy, Config, OcrMode, TablePolicy
@@ -55,6 +56,58 @@ def output_path(out_dir: Path, src: Path, fmt: str, is_chat: bool, taken: set[Pa
     if taken is not None:
         taken.add(path)
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One input as ``clean`` writes it: the output text, the report's JSON, the lines for stderr.
+
+    Made by :class:`Prepare` where the document was cleaned, a ``--jobs`` worker
+    (:func:`docsan.corpus.clean_files`' ``transform``): the parent then
+    unpickles a few strings instead of the result's ~1,700 model objects a
+    document, and renders nothing while the workers take the cores. ``result`` is
+    kept only for what needs all of it (``--html-report``, the summary,
+    ``--corpus-dedupe``); the parent prepares those outcomes itself.
+    """
+
+    source: Path
+    error: str | None = None
+    pages: int = 0
+    is_chat: bool = False
+    text: str = ""
+    # Said on stderr once the output is written: the gaps of a partial result, a budget that kept nothing.
+    warnings: tuple[str, ...] = ()
+    partial: bool = False
+    report: str | None = None  # the report's JSON, with --report
+    result: CleanResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """What ``clean`` writes of an outcome (:class:`Prepared`), with its options; picklable for ``--jobs`` workers."""
+
+    fmt: OutputFormat
+    table_html: bool
+    report: bool
+    keep_result: bool
+
+    def __call__(self, outcome: Outcome) -> Prepared:
+        result = outcome.result
+        if result is None:
+            return Prepared(outcome.source, error=outcome.error or f"{outcome.source}: failed")
+        warnings = [f"{outcome.source}: {gap}" for gap in result.report.gaps]
+        if (dropped := _budget_kept_nothing(result)) is not None:
+            warnings.append(f"docsan: {outcome.source}: {dropped}")
+        return Prepared(
+            outcome.source,
+            pages=len(result.original.pages),
+            is_chat=result.document.is_chat,
+            text=render_output(result, self.fmt, table_html=self.table_html),
+            warnings=tuple(warnings),
+            partial=result.report.partial,
+            report=dumps(result.report.to_dict()) if self.report else None,
+            result=result if self.keep_result else None,
+        )
 
 
 def clean(
@@ -226,6 +279,9 @@ def clean(
         count = Tokenizer.load(tokenizer).count if show_summary or html_report is not None else None
         stage_count = count if html_report is not None else None
         skip = None if quiet else say_skipped
+        # What needs whole results gets them in this process; otherwise each worker prepares its own.
+        keep_result = show_summary or html_report is not None or corpus_dedupe
+        prepare = Prepare(fmt.value, config.table_html, report is not None, keep_result)  # type: ignore[arg-type]
         inputs = expand_inputs(paths, exclude=output, on_skip=skip)
         # An existing folder given as -o receives the output even for one input, like cp and mv.
         several = len(inputs) > 1 or any(p.is_dir() for p in paths) or (output is not None and output.is_dir())
@@ -245,6 +301,7 @@ def clean(
                 fail_fast=fail_fast,
                 ordered=True,
                 count=stage_count,
+                transform=None if keep_result else prepare,
             )
         # The pipeline is built and no document is read yet (nor a worker forked): this process is
         # docsan's own, so what is loaded now stays out of the collector's passes (docsan.collector).
@@ -274,6 +331,8 @@ def clean(
         except DocsanError as err:
             fail(str(err), ExitCode.USAGE)
         outcomes = dedupe_outcomes(outcomes, dedupe)
+    # Already prepared in the workers unless whole results are needed here (or Ray gave them).
+    items = map(prepare, outcomes) if keep_result or use_ray else outcomes
 
     summary = Summary(count, verbose=verbose) if count is not None and show_summary else None
     results: list[CleanResult] = []
@@ -283,50 +342,50 @@ def clean(
     failed = partial = 0
     done = pages_done = 0
     with document_progress(err_console, len(inputs), shown=several and err_console.is_terminal) as advance:
-        for outcome in outcomes:
+        for item in items:
             done += 1
-            pages_done += len(outcome.result.original.pages) if outcome.result is not None else 0
-            advance(outcome.source.name, pages_done)
-            if outcome.result is None:
+            pages_done += item.pages
+            advance(item.source.name, pages_done)
+            if item.error is not None:
                 failed += 1
                 if summary is not None:
                     summary.failed += 1
                 # The progress bar draws on err_console, so error_line prints above it.
-                error_line(outcome.error or f"{outcome.source}: failed")
+                error_line(item.error)
                 if fail_fast:
                     break
                 continue
-            result = outcome.result
-            # A document already in the corpus index (only corpus dedupe finds one) is said where a person looks.
-            for finding in result.report.with_code(DUPLICATE_DOCUMENT) if corpus_dedupe else ():
-                err_console.print(f"docsan: {outcome.source}: {finding.reason}", markup=False, highlight=False)
-            text = render_output(result, fmt.value, table_html=config.table_html)  # type: ignore[arg-type]
+            if corpus_dedupe:
+                # A document already in the corpus index (only corpus dedupe finds one) is said where a person looks.
+                assert item.result is not None  # kept for it (keep_result)
+                for finding in item.result.report.with_code(DUPLICATE_DOCUMENT):
+                    err_console.print(f"docsan: {item.source}: {finding.reason}", markup=False, highlight=False)
             try:
                 if several:
                     assert output is not None
-                    target = output_path(output, outcome.source, fmt.value, result.document.is_chat, written)
-                    target.write_text(text + "\n", encoding="utf-8")
+                    target = output_path(output, item.source, fmt.value, item.is_chat, written)
+                    target.write_text(item.text + "\n", encoding="utf-8")
                 elif output is not None:
                     output.parent.mkdir(parents=True, exist_ok=True)
-                    output.write_text(text + "\n", encoding="utf-8")
+                    output.write_text(item.text + "\n", encoding="utf-8")
                 else:
-                    sys.stdout.write(text + "\n")
+                    sys.stdout.write(item.text + "\n")
             except OSError as err:
                 failed += 1
                 error_line(f"{err.filename or output}: cannot write the output: {err.strerror}")
                 continue
-            for gap in result.report.gaps:
+            for line in item.warnings:
                 # A partial result says so where a person or a script looks: stderr and the exit status.
-                err_console.print(f"{outcome.source}: {gap}", highlight=False, markup=False)
-            if (dropped := _budget_kept_nothing(result)) is not None:
-                err_console.print(f"docsan: {outcome.source}: {dropped}", highlight=False, markup=False)
-            partial += result.report.partial
-            if report is not None:
-                reports.append(dumps(result.report.to_dict()))
-            if html_report is not None:
-                results.append(result)
-            if summary is not None:
-                summary.add(result)
+                err_console.print(line, highlight=False, markup=False)
+            partial += item.partial
+            if item.report is not None:
+                reports.append(item.report)
+            if html_report is not None or summary is not None:
+                assert item.result is not None  # kept for them (keep_result)
+                if html_report is not None:
+                    results.append(item.result)
+                if summary is not None:
+                    summary.add(item.result)
 
     if corpus_dedupe:
         dedupe.close()

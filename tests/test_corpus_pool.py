@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsan.batch import render_output
+from docsan.batch import Outcome, render_output
 from docsan.config import Config
 from docsan.corpus import clean_files, pool
 
@@ -46,6 +46,38 @@ def test_a_document_past_its_time_limit_fails_alone(stuck_input: Path, fixtures_
     assert [o.source for o in outcomes] == [stuck_input, good]
     assert outcomes[0].error == f"{stuck_input}: timed out after 2 s (--document-timeout)"
     assert outcomes[1].ok  # the replacement worker cleaned it
+
+
+def _rendered(outcome: Outcome) -> tuple[str, int]:
+    """A transform for clean_files: what the caller keeps of an outcome, and the process that made it."""
+    return (outcome.error or render_output(outcome.result), os.getpid())  # type: ignore[arg-type]
+
+
+def test_a_transform_runs_where_each_outcome_is_made(
+    corpus: Path, fixtures_dir: Path, stuck_input: Path, tmp_path: Path
+) -> None:
+    files = [corpus / "epa_spanning_cells.pdf", fixtures_dir / "noisy_upload.txt", corpus / "broken_not_a_pdf.pdf"]
+    expected = [o.error or render_output(o.result) for o in clean_files(files, NO_OCR, jobs=1)]  # type: ignore[arg-type]
+    in_process = list(clean_files(files, NO_OCR, jobs=1, transform=_rendered))
+    assert [text for text, _ in in_process] == expected
+    assert {pid for _, pid in in_process} == {os.getpid()}
+    workers = list(clean_files(files, NO_OCR, jobs=2, ordered=True, transform=_rendered))
+    assert [text for text, _ in workers] == expected
+    assert os.getpid() not in {pid for _, pid in workers}
+    # A time-out's error outcome is made (and transformed) in this process; the other documents go on.
+    timed = list(
+        clean_files([stuck_input, files[1]], NO_OCR, jobs=1, document_timeout=2, ordered=True, transform=_rendered)
+    )
+    assert timed[0] == (f"{stuck_input}: timed out after 2 s (--document-timeout)", os.getpid())
+    assert timed[1][0] == expected[1] and timed[1][1] != os.getpid()
+    # fail_fast knows a failure from the worker's reply, not from what the transform made of it. The largest
+    # file goes first: here the broken one.
+    broken = tmp_path / "large_broken.pdf"
+    broken.write_bytes(b"not a PDF " * 100_000)
+    stopped = list(
+        clean_files([*files, broken], NO_OCR, jobs=1, document_timeout=60, fail_fast=True, transform=_rendered)
+    )
+    assert [text for text, _ in stopped] == [f"{broken}: not a PDF (no %PDF- header in its first kilobyte)"]
 
 
 def _leads_its_group(pid: int) -> bool:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import Any, TypeVar, overload
 
 from docsan.batch import Outcome, clean_input, clean_inputs
 from docsan.collector import tune_for_batch
@@ -40,6 +41,10 @@ DEFAULT_DOCUMENT_TIMEOUT_S = 600.0
 # CPython and glibc keep freed memory, so one OCR'd scan (600 MB measured on the corpus) would
 # otherwise stay on that worker's bill for the rest of the run.
 DEFAULT_WORKER_MAX_RSS_MB = 400.0
+
+T = TypeVar("T")
+# clean_files' ``transform``: what it yields for each outcome in place of the outcome itself.
+Transform = Callable[[Outcome], Any]
 
 
 def usable_cores() -> int:
@@ -63,10 +68,13 @@ def _worker(
     pipeline: Pipeline | None,
     max_rss_mb: float | None,
     count: Callable[[str], int] | None,
+    transform: Transform | None,
 ) -> None:
-    """Clean each path received until ``None`` arrives; the reply is ``(index, retiring)``, then the pickled outcome.
+    """Clean each path received until ``None`` arrives; each reply is ``(index, retiring, ok)``, then the outcome.
 
-    ``retiring``: the worker's peak memory passed ``max_rss_mb``; it exits after this reply.
+    ``retiring``: the worker's peak memory passed ``max_rss_mb``; it exits after this reply. ``ok``: the
+    outcome has a result (the parent cannot tell from what ``transform`` made of it). The outcome goes
+    pickled, as ``transform`` made it when there is one.
     """
     # Its own process group, so that a timeout kills the worker's OCR children with it.
     os.setpgid(0, 0)
@@ -82,13 +90,13 @@ def _worker(
         outcome = clean_input(source, config, pipeline, count=count)
         retiring = max_rss_mb is not None and _peak_rss_mb() > max_rss_mb
         try:
-            payload = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(_transformed(outcome, transform), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as err:  # noqa: BLE001 - a result that cannot be sent fails its document only
-            error = Outcome(source, error=f"{source}: internal error (result not sendable: {err})")
-            payload = pickle.dumps(error, protocol=pickle.HIGHEST_PROTOCOL)
+            outcome = Outcome(source, error=f"{source}: internal error (result not sendable: {err})")
+            payload = pickle.dumps(_transformed(outcome, transform), protocol=pickle.HIGHEST_PROTOCOL)
         # The small header comes first: with it the parent can hand out the next document before it
         # unpickles this one (tens of milliseconds for a long document), so this worker does not wait.
-        conn.send((index, retiring))
+        conn.send((index, retiring, outcome.ok))
         conn.send_bytes(payload)
         if retiring:
             return
@@ -112,6 +120,7 @@ class _Pool:
         pipeline: Pipeline,
         max_rss_mb: float | None,
         count: Callable[[str], int] | None = None,
+        transform: Transform | None = None,
     ) -> None:
         methods = multiprocessing.get_all_start_methods()
         self._ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
@@ -122,11 +131,12 @@ class _Pool:
         self._pipeline = pipeline if forked else None
         # A token counter holds a loaded tokenizer: handed over by fork only, like the pipeline.
         self._count = count if forked else None
+        self._transform = transform
         self.slots = [self._start() for _ in range(jobs)]
 
     def _start(self) -> _Slot:
         parent, child = self._ctx.Pipe()
-        args = (child, self._config, self._pipeline, self._max_rss_mb, self._count)
+        args = (child, self._config, self._pipeline, self._max_rss_mb, self._count, self._transform)
         process = self._ctx.Process(target=_worker, args=args, daemon=True)
         process.start()
         child.close()
@@ -187,6 +197,11 @@ def _death(process: multiprocessing.process.BaseProcess) -> str:
     return f"exit status {code}"
 
 
+def _transformed(outcome: Outcome, transform: Transform | None) -> Any:
+    return outcome if transform is None else transform(outcome)
+
+
+@overload
 def clean_files(
     paths: Iterable[str | Path],
     config: Config | None = None,
@@ -197,7 +212,37 @@ def clean_files(
     ordered: bool = False,
     max_worker_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB,
     count: Callable[[str], int] | None = None,
-) -> Iterator[Outcome]:
+    transform: None = None,
+) -> Iterator[Outcome]: ...
+
+
+@overload
+def clean_files(
+    paths: Iterable[str | Path],
+    config: Config | None = None,
+    *,
+    jobs: int | None = None,
+    document_timeout: float | None = None,
+    fail_fast: bool = False,
+    ordered: bool = False,
+    max_worker_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB,
+    count: Callable[[str], int] | None = None,
+    transform: Callable[[Outcome], T],
+) -> Iterator[T]: ...
+
+
+def clean_files(
+    paths: Iterable[str | Path],
+    config: Config | None = None,
+    *,
+    jobs: int | None = None,
+    document_timeout: float | None = None,
+    fail_fast: bool = False,
+    ordered: bool = False,
+    max_worker_rss_mb: float | None = DEFAULT_WORKER_MAX_RSS_MB,
+    count: Callable[[str], int] | None = None,
+    transform: Transform | None = None,
+) -> Iterator[Any]:
     """Clean ``paths`` in ``jobs`` worker processes (default: the usable cores), yielding outcomes as they finish.
 
     Each outcome is what :func:`docsan.batch.clean_input` gives for that
@@ -211,6 +256,18 @@ def clean_files(
     is replaced by a fresh one (``None``: never). ``count`` (a tokenizer's)
     records each stage's tokens, as in :func:`docsan.batch.clean_input`.
 
+    ``transform``: each outcome is passed to it where it was made (in the
+    worker; in this process for ``jobs=1`` and for the error outcomes of a
+    time-out or a dead worker), and what it returns is yielded instead of the
+    outcome. Use it to send back only what the caller needs of a result,
+    such as the rendered output: a worker pickles what it sends and the
+    parent unpickles it while the workers take the cores, and a
+    :class:`~docsan.pipeline.CleanResult` is about 1,700 model objects a
+    document where a string is one. It must be picklable where workers are
+    spawned, not forked (a module-level function, or an instance of a
+    module-level class), and it should not raise: in a worker, what it
+    raises fails its document (``internal error``).
+
     ``jobs=1`` without a timeout runs in this process, exactly as
     :func:`docsan.batch.clean_inputs`. The pipeline is built before any
     input is read, so a bad configuration raises
@@ -223,11 +280,12 @@ def clean_files(
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     pipeline = Pipeline.from_config(config)  # raises ConfigError now, not in a worker
     if jobs == 1 and document_timeout is None:
-        return _stop_at_failure(clean_inputs(sources, config, count=count), fail_fast)
+        outcomes = _stop_at_failure(clean_inputs(sources, config, count=count), fail_fast)
+        return outcomes if transform is None else map(transform, outcomes)
     timeout = DEFAULT_DOCUMENT_TIMEOUT_S if document_timeout is None else document_timeout
     workers = min(jobs, max(1, len(sources)))
-    outcomes = _run(sources, config, pipeline, workers, timeout, fail_fast, max_worker_rss_mb, count)
-    return _in_order(outcomes, len(sources)) if ordered else (outcome for _, outcome in outcomes)
+    done = _run(sources, config, pipeline, workers, timeout, fail_fast, max_worker_rss_mb, count, transform)
+    return _in_order(done, len(sources)) if ordered else (value for _, value in done)
 
 
 def _stop_at_failure(outcomes: Iterator[Outcome], fail_fast: bool) -> Iterator[Outcome]:
@@ -237,12 +295,12 @@ def _stop_at_failure(outcomes: Iterator[Outcome], fail_fast: bool) -> Iterator[O
             return
 
 
-def _in_order(outcomes: Iterator[tuple[int, Outcome]], n: int) -> Iterator[Outcome]:
-    """Yield each outcome once every earlier input's has been yielded."""
-    waiting: dict[int, Outcome] = {}
+def _in_order(done: Iterator[tuple[int, Any]], n: int) -> Iterator[Any]:
+    """Yield each input's value once every earlier input's has been yielded."""
+    waiting: dict[int, Any] = {}
     nxt = 0
-    for index, outcome in outcomes:
-        waiting[index] = outcome
+    for index, value in done:
+        waiting[index] = value
         while nxt in waiting:
             yield waiting.pop(nxt)
             nxt += 1
@@ -259,10 +317,12 @@ def _run(
     fail_fast: bool,
     max_rss_mb: float | None,
     count: Callable[[str], int] | None,
-) -> Iterator[tuple[int, Outcome]]:
+    transform: Transform | None,
+) -> Iterator[tuple[int, Any]]:
+    """Each input's index and its outcome (as ``transform`` made it), as they finish."""
     if not sources:
         return
-    pool = _Pool(jobs, config, pipeline, max_rss_mb, count)
+    pool = _Pool(jobs, config, pipeline, max_rss_mb, count, transform)
     # Largest files first, so that a long document does not start last and run alone at the end
     # (the order of the results does not depend on it). pop() takes from the end.
     todo = sorted(enumerate(sources), key=lambda task: _size(task[1]))
@@ -287,12 +347,13 @@ def _run(
             for slot in busy:
                 assert slot.task is not None
                 index, source = slot.task
+                error = None
                 if slot.conn in ready:
                     try:
-                        got, retiring = slot.conn.recv()
+                        got, retiring, ok = slot.conn.recv()
                         payload = slot.conn.recv_bytes()
                     except (EOFError, OSError):  # died while sending
-                        outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
+                        error = f"{source}: worker died ({_death(slot.process)})"
                         pool.replace(slot)
                     else:
                         assert got == index
@@ -300,21 +361,23 @@ def _run(
                         if retiring:
                             pool.replace(slot)
                         hand_out(slot)  # before the unpickling: tens of milliseconds for a long document
-                        outcome = pickle.loads(payload)
+                        value = pickle.loads(payload)
                 elif slot.process.sentinel in ready:
-                    outcome = Outcome(source, error=f"{source}: worker died ({_death(slot.process)})")
+                    error = f"{source}: worker died ({_death(slot.process)})"
                     pool.replace(slot)
                 elif time.monotonic() >= slot.deadline:
-                    outcome = Outcome(source, error=f"{source}: timed out after {timeout:g} s (--document-timeout)")
+                    error = f"{source}: timed out after {timeout:g} s (--document-timeout)"
                     pool.replace(slot)
                 else:
                     continue
+                if error is not None:
+                    ok, value = False, _transformed(Outcome(source, error=error), transform)
                 # The consumer renders and writes this outcome before the loop comes round again: the slot's
                 # worker (after a reply it already has; after a death or time-out, its fresh replacement) gets
                 # its next document first, so it works meanwhile instead of waiting for the parent.
                 hand_out(slot)
-                yield index, outcome
-                if fail_fast and not outcome.ok:
+                yield index, value
+                if fail_fast and not ok:
                     return
     finally:
         # A consumer that stops early (fail-fast, an exception, Ctrl-C) leaves no worker behind.
