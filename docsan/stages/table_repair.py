@@ -143,16 +143,21 @@ class TableRepair:
         return page.with_blocks(blocks) if touched else page
 
     def _join_continued(self, pages: list[Page], changes: list[Change], stats: Counter[str]) -> list[Page]:
-        """Append each table that opens a page to the table that closed the page before, when it continues it."""
+        """Append each table that opens a page to the table that closed the page before, when it continues it.
+
+        A joined table's text is rendered once, when the pages are done: a table continued over n
+        pages grows n times, and rendering it at each step cost the rows of all the steps.
+        """
         out = list(pages)
         open_at: tuple[int, int] | None = None  # (page index, block index) of the table that ended a page
+        joined_at: set[tuple[int, int]] = set()  # the tables that took rows: their text is rendered at the end
         for i, page in enumerate(out):
             blocks = list(page.blocks)
-            if open_at is not None and blocks and self._continues(out[open_at[0]].blocks[open_at[1]], blocks[0]):
+            drop = self._continues(out[open_at[0]].blocks[open_at[1]], blocks[0]) if open_at and blocks else None
+            if open_at is not None and drop is not None:
                 pi, bi = open_at
                 first, nxt = out[pi].blocks[bi], blocks.pop(0)
                 assert first.table is not None and nxt.table is not None
-                drop = repeated_header(first.table, nxt.table) or 0
                 joined = join(first.table, nxt.table, drop)
                 start = nxt.table.rows[drop] if drop < nxt.table.n_rows else nxt.table.rows[-1]
                 opened = out[pi].number
@@ -166,22 +171,30 @@ class TableRepair:
                 changes.append(CONTINUED.change(f"table continued from page {opened}: joined to it", page.number, row))
                 stats["tables_joined"] += 1
                 first_blocks = list(out[pi].blocks)
-                first_blocks[bi] = replace(first, table=joined, text=table_text(joined))
+                first_blocks[bi] = replace(first, table=joined)
+                joined_at.add(open_at)
                 out[pi] = out[pi].with_blocks(first_blocks)
                 out[i] = page = page.with_blocks(blocks)
                 if not blocks:
                     continue  # the whole page was the table: it may go on over the next one too
             last = blocks[-1] if blocks else None
             open_at = (i, len(blocks) - 1) if last is not None and last.kind is BlockKind.TABLE else None
+        for pi, bi in sorted(joined_at):
+            blocks = list(out[pi].blocks)
+            table = blocks[bi].table
+            assert table is not None
+            blocks[bi] = replace(blocks[bi], text=table_text(table))
+            out[pi] = out[pi].with_blocks(blocks)
         return out
 
-    def _continues(self, a: Block, b: Block) -> bool:
+    def _continues(self, a: Block, b: Block) -> int | None:
+        """The number of ``b``'s first rows that repeat ``a``'s header when ``b`` continues ``a``, else None."""
         if a.table is None or b.table is None or b.kind is not BlockKind.TABLE or a.bbox is None or b.bbox is None:
-            return False
+            return None
         wide = max(a.bbox.width, b.bbox.width)
         if wide <= 0 or abs(a.bbox.width - b.bbox.width) > self.width_tolerance * wide:
-            return False
-        return repeated_header(a.table, b.table) is not None
+            return None
+        return repeated_header(a.table, b.table)
 
     def _row_changes(self, page: int, before: Table, result: RepairResult) -> list[Change]:
         out = []
