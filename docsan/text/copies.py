@@ -217,10 +217,14 @@ def _heavy_anchors(first: np.ndarray, window: int, weight: np.ndarray, min_weigh
     starts, ends = edges[0::2], edges[1::2]
     if not starts.size:
         return starts
+    # Only the heavy runs are looked up (the light ones, most, can hold no anchor that is kept).
     heavy = weight[ends - 1 + window] - weight[starts] >= min_weight
+    starts, ends = starts[heavy], ends[heavy]
+    if not starts.size:
+        return starts
     anchors = np.arange(0, first.size, window)
     run = np.maximum(np.searchsorted(starts, anchors, side="right") - 1, 0)
-    return anchors[(starts[run] <= anchors) & (anchors < ends[run]) & heavy[run]]
+    return anchors[(starts[run] <= anchors) & (anchors < ends[run])]
 
 
 def _stretches(kept: np.ndarray | None, start: int, end: int) -> list[tuple[int, int]]:
