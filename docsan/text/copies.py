@@ -160,7 +160,9 @@ def find_copies(
     negatives = np.concatenate(([0], np.cumsum(codes < 0)))
     # A window that holds a negative element matches nothing.
     first = windows.first_occurrences(negatives[window:] - negatives[: n - window + 1] > 0)
-    weight = np.concatenate(([0.0], np.cumsum(weights, dtype=np.float64)))
+    # In the weights' own type: integer weights (the running text's) are summed exactly without a cast of every
+    # element to float, and compare with ``min_weight`` as before.
+    weight = np.concatenate(([0], np.cumsum(weights)))
     anchors = _heavy_anchors(first, window, weight, min_weight)
     rev = codes[::-1]
     taken = np.zeros(n, dtype=bool)  # positions inside a reported copy
