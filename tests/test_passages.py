@@ -320,6 +320,25 @@ def test_repeat_within_finds_every_repeated_window(pieces: list[str], distance: 
     assert windows.repeat_within(distance) == any(y - x <= distance for x, y in pairs)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab .", min_size=20, max_size=60), min_size=1, max_size=3),
+    st.lists(st.booleans(), min_size=1, max_size=200),
+)
+def test_first_occurrences_are_the_first_free_equal_window(pieces: list[str], bars: list[bool]) -> None:
+    # Windows keeps only the windows whose hash another shares: every other one is still its own first.
+    seq = codes("".join(pieces))
+    if seq.size < 16:
+        return
+    count = seq.size - 15
+    barred = np.array([bars[k % len(bars)] for k in range(count)])
+    at = [tuple(seq[k : k + 16]) for k in range(count)]
+    expected = [
+        k if barred[k] else next(x for x in range(k + 1) if not barred[x] and at[x] == at[k]) for k in range(count)
+    ]
+    assert Windows.of(seq, 16).first_occurrences(barred).tolist() == expected
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
