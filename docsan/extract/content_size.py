@@ -106,6 +106,7 @@ def _add_forms(resources: pymupdf.mupdf.PdfObj, out: dict[int, pymupdf.mupdf.Pdf
 
 
 def _filters(stream: pymupdf.mupdf.PdfObj) -> list[str]:
+    """The stream's filter names; MuPDF resolves a /Filter (or an entry) given by reference, as its decoders will."""
     m = _mupdf
     value = m.pdf_dict_get(stream, _FILTER)
     if m.pdf_is_name(value):
