@@ -151,3 +151,17 @@ def test_an_image_codec_in_a_filter_chain_counts_as_the_raw_length(filters: str)
     doc.update_stream(xref, zlib.compress(os.urandom(3000)), compress=0)
     doc.xref_set_key(xref, "Filter", filters)
     assert decoded_size(doc, page, 1 << 20) == len(doc.xref_stream_raw(xref)) > 3000
+
+
+def test_an_image_codec_named_by_reference_counts_as_the_raw_length() -> None:
+    # /Filter 12 0 R, object 12 being /JBIG2Decode: MuPDF follows the reference to its decoder, so must the measure.
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "x")
+    (xref,) = page.get_contents()
+    doc.update_stream(xref, os.urandom(3000), compress=0)
+    name = doc.get_new_xref()
+    doc.update_object(name, "/JBIG2Decode")
+    doc.xref_set_key(xref, "Filter", f"{name} 0 R")
+    assert doc.xref_get_key(xref, "Filter") == ("xref", f"{name} 0 R")
+    assert decoded_size(doc, page, 1 << 20) == len(doc.xref_stream_raw(xref)) == 3000
