@@ -39,7 +39,7 @@ def stderr_is_terminal() -> bool:
 
     rich is asked only where its answer can be yes: stderr is a TTY, or one of its switches is set (Jupyter and
     IDLE only turn its yes into no). Otherwise (a pipe or a file: scripts, CI, every benchmark) the answer is no
-    without importing rich: 76 M instructions of a ``clean`` that prints nothing on stderr (0.33 % of the corpus's).
+    without importing rich, whose import is 76 M instructions (a ``clean`` of the corpus: 54 M, 0.33 %, fewer).
     """
     try:
         tty = sys.stderr.isatty()
