@@ -115,7 +115,7 @@ def ask(
             priority=priority,
             coerce=coerce or None,
             model_dir=tokenizer or model_alias,
-            on_convert=lambda msg: err_console.print(f"docsan: {msg}", highlight=False),
+            on_convert=lambda msg: err_console().print(f"docsan: {msg}", highlight=False),
         )
     except GuardError as err:
         fail(str(err), ExitCode.REFUSED)
@@ -131,7 +131,7 @@ def ask(
     live = stream if stream is not None else (sys.stdout.isatty() and not as_json)
     if not as_json:
         for note in prepared.decision.notes:
-            err_console.print(f"docsan: {note}", highlight=False)
+            err_console().print(f"docsan: {note}", highlight=False)
     try:
         runner_backend = make_backend(backend_name, config.runner, base_url=base_url)
         answer = execute(
@@ -200,7 +200,7 @@ def _print_answer(answer: Answer, as_json: bool, *, streamed: bool) -> None:
     sys.stdout.flush()
     engine = " (embedded CPU engine: every tier runs SmolLM2-135M)" if answer.backend == "embedded" else ""
     cut = ", cut at max_tokens" if gen.finish_reason == "length" else ""
-    err_console.print(
+    err_console().print(
         f"tier {p.decision.tier}{engine} · prompt {p.decision.prompt_tokens} tokens · "
         f"answer {gen.completion_tokens} tokens{cut} · cleaning removed {p.tokens_removed_by_cleaning} tokens",
         highlight=False,

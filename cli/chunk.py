@@ -59,7 +59,7 @@ def chunk(
     if max_tokens_alias is not None:
         if chunk_tokens is not None:
             fail("--max-tokens is the old name of --chunk-tokens: give one of them", ExitCode.USAGE)
-        err_console.print(DEPRECATED_MAX_TOKENS, highlight=False, markup=False)
+        err_console().print(DEPRECATED_MAX_TOKENS, highlight=False, markup=False)
     limit = chunk_tokens or max_tokens_alias or DEFAULT_CHUNK_TOKENS  # both at least 8 when given
     if overlap >= limit:
         fail(f"--overlap ({overlap}) must be below --chunk-tokens ({limit})", ExitCode.USAGE)

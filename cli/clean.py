@@ -29,6 +29,7 @@ from .common import (
     fail,
     get_config,
     say_skipped,
+    stderr_is_terminal,
     template_marker_options,
 )
 from .exit_codes import ExitCode
@@ -257,7 +258,8 @@ def clean(
             f"{' and '.join(to_stdout)} - and the cleaned text cannot all go to standard output: give -o FILE",
             ExitCode.USAGE,
         )
-    show_summary = not quiet and (verbose or err_console.is_terminal)
+    on_terminal = stderr_is_terminal()
+    show_summary = not quiet and (verbose or on_terminal)
     try:
         options = template_marker_options(template_markers)
         if table_policy is not None:
@@ -341,7 +343,7 @@ def clean(
     written: set[Path] = set()
     failed = partial = 0
     done = pages_done = 0
-    with document_progress(err_console, len(inputs), shown=several and err_console.is_terminal) as advance:
+    with document_progress(len(inputs), shown=several and on_terminal) as advance:
         for item in items:
             done += 1
             pages_done += item.pages
@@ -350,7 +352,7 @@ def clean(
                 failed += 1
                 if summary is not None:
                     summary.failed += 1
-                # The progress bar draws on err_console, so error_line prints above it.
+                # The progress bar draws on err_console(), so error_line prints above it.
                 error_line(item.error)
                 if fail_fast:
                     break
@@ -359,7 +361,7 @@ def clean(
                 # A document already in the corpus index (only corpus dedupe finds one) is said where a person looks.
                 assert item.result is not None  # kept for it (keep_result)
                 for finding in item.result.report.with_code(DUPLICATE_DOCUMENT):
-                    err_console.print(f"docsan: {item.source}: {finding.reason}", markup=False, highlight=False)
+                    err_console().print(f"docsan: {item.source}: {finding.reason}", markup=False, highlight=False)
             try:
                 if several:
                     assert output is not None
@@ -376,7 +378,7 @@ def clean(
                 continue
             for line in item.warnings:
                 # A partial result says so where a person or a script looks: stderr and the exit status.
-                err_console.print(line, highlight=False, markup=False)
+                err_console().print(line, highlight=False, markup=False)
             partial += item.partial
             if item.report is not None:
                 reports.append(item.report)
@@ -398,7 +400,7 @@ def clean(
         _write(html_report, render_report_html(results, title=_report_title(inputs)), "--html-report")
     if summary is not None:
         for line in summary.lines():
-            err_console.print(line, highlight=False, markup=False)
+            err_console().print(line, highlight=False, markup=False)
     if done < len(inputs):
         left = len(inputs) - done
         error_line(f"--fail-fast: stopped at the first failure; {left} of {len(inputs)} inputs not cleaned")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, get_args
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, get_args
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from docsan.budget.template_markers import TEMPLATE_MARKERS, check_families
 from docsan.config import Config, load_config
@@ -19,7 +19,36 @@ from docsan.errors import DocsanError
 
 from .exit_codes import ExitCode
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The environment variables with which rich takes a stream that is no TTY for a terminal (Console.is_terminal).
+_RICH_TERMINAL_SWITCHES = ("FORCE_COLOR", "TTY_COMPATIBLE")
+
+
+@cache
+def err_console() -> Console:
+    """The console every stderr line and the progress bar go through; rich is imported when the first is drawn."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def stderr_is_terminal() -> bool:
+    """Whether :func:`err_console` writes to a terminal, as rich answers it (the summary and the bar are for a person).
+
+    rich is asked only where its answer can be yes: stderr is a TTY, or one of its switches is set (Jupyter and
+    IDLE only turn its yes into no). Otherwise (a pipe or a file: scripts, CI, every benchmark) the answer is no
+    without importing rich, whose import is 76 M instructions (a ``clean`` of the corpus: 54 M, 0.33 %, fewer).
+    """
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr, or a closed one: rich says no terminal too
+        tty = False
+    if not tty and not any(os.environ.get(name) for name in _RICH_TERMINAL_SWITCHES):
+        return False
+    return err_console().is_terminal
+
 
 # The one --config option of every command.
 ConfigOption = Annotated[
@@ -74,13 +103,15 @@ BackendChoice = choices("BackendChoice", BackendName)
 
 def error_line(message: str) -> None:
     """Print ``docsan: error: message`` on stderr; the user sees one line, never a traceback."""
+    from rich.markup import escape
+
     # The message is escaped: a file name like "report[v2].pdf" is not markup.
-    err_console.print(f"[bold red]docsan: error:[/] {escape(message)}", markup=True)
+    err_console().print(f"[bold red]docsan: error:[/] {escape(message)}", markup=True)
 
 
 def say_skipped(path: Path) -> None:
     """A folder's file of a type docsan does not read: listed, so nothing is left out silently."""
-    err_console.print(f"docsan: skipped {path}: unsupported file type", highlight=False, markup=False)
+    err_console().print(f"docsan: skipped {path}: unsupported file type", highlight=False, markup=False)
 
 
 def fail(message: str, code: ExitCode = ExitCode.FAILED) -> NoReturn:

@@ -71,14 +71,14 @@ def plan_cmd(
         _print(result)
     if problems:
         for p in problems:
-            err_console.print(f"[bold red]docsan: refused:[/] tier {tier}: {p}", highlight=False)
+            err_console().print(f"[bold red]docsan: refused:[/] tier {tier}: {p}", highlight=False)
         for s in result.suggestions:
-            err_console.print(f"docsan: would fit: {s}", highlight=False)
+            err_console().print(f"docsan: would fit: {s}", highlight=False)
         raise typer.Exit(ExitCode.REFUSED)
 
 
 def _say(msg: str) -> None:
-    err_console.print(f"docsan: {msg}", highlight=False)
+    err_console().print(f"docsan: {msg}", highlight=False)
 
 
 def _print(p: Plan) -> None:

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
+from .common import err_console
 
 # Called once per finished document: its name, and the pages done so far in all.
 Advance = Callable[[str, int], None]
 
 
 @contextmanager
-def document_progress(console: Console, total: int, *, shown: bool) -> Iterator[Advance]:
-    """A bar of ``total`` documents on ``console`` while the block runs; gone when it ends (transient).
+def document_progress(total: int, *, shown: bool) -> Iterator[Advance]:
+    """A bar of ``total`` documents on :func:`~cli.common.err_console` while the block runs; gone when it ends.
 
     When it is not ``shown`` (one input, or stderr is not a terminal) nothing is
     drawn and rich's progress module is not even imported: most runs (scripts,
@@ -30,7 +30,7 @@ def document_progress(console: Console, total: int, *, shown: bool) -> Iterator[
         MofNCompleteColumn(),
         TextColumn("{task.fields[pages]} pages"),
         TimeElapsedColumn(),
-        console=console,
+        console=err_console(),
         transient=True,
         # No refresh thread: worker processes are forked while the bar is up, and a fork must not
         # copy a thread holding the console's lock. The bar redraws at each finished document.

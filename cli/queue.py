@@ -85,13 +85,13 @@ def run_jobs(
             runner_backend,
             build_tiers(config.runner.tiers),
             limit=limit,
-            on_job=lambda j: err_console.print(_line(j), highlight=False),
+            on_job=lambda j: err_console().print(_line(j), highlight=False),
         )
         runner_backend.close()
     except DocsanError as err:
         fail(str(err))
     failed = sum(j.status == "failed" for j in jobs)
-    err_console.print(f"docsan: ran {len(jobs)} job(s), {failed} failed", highlight=False)
+    err_console().print(f"docsan: ran {len(jobs)} job(s), {failed} failed", highlight=False)
     if failed:
         raise typer.Exit(ExitCode.FAILED)
 
@@ -102,7 +102,7 @@ def _open(path: Path | None) -> DeferredQueue:
 
     queue = DeferredQueue(path)
     for job in queue.recover_orphans():
-        err_console.print(f"docsan: {recovered_note(job)}", highlight=False)
+        err_console().print(f"docsan: {recovered_note(job)}", highlight=False)
     return queue
 
 

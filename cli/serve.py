@@ -61,9 +61,9 @@ def serve(
         try:
             result = await gw.reload()
         except DocsanError as err:
-            err_console.print(f"docsan: reload refused, the previous configuration keeps serving: {err}")
+            err_console().print(f"docsan: reload refused, the previous configuration keeps serving: {err}")
             return
-        err_console.print(
+        err_console().print(
             f"docsan: reloaded: {len(result['changed'])} change(s), "
             f"{len(result['restart_required'])} need an engine restart"
         )
@@ -76,7 +76,7 @@ def serve(
             await asyncio.sleep(0.05)
         if server.started:
             sock = server.servers[0].sockets[0].getsockname()
-            err_console.print(f"docsan: serving on http://{sock[0]}:{sock[1]} (OpenAI API at /v1)", highlight=False)
+            err_console().print(f"docsan: serving on http://{sock[0]}:{sock[1]} (OpenAI API at /v1)", highlight=False)
         await task
 
     # The loop uvicorn itself would pick (uvloop when installed: the serve extra's uvicorn[standard]). Our own

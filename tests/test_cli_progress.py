@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from cli.common import stderr_is_terminal
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,14 +44,30 @@ def test_the_bar_counts_documents_and_pages_on_a_terminal(fixtures_dir: Path, tm
     assert "cleaned noisy_upload.txt" in text and "2/2" in text and " pages " in text
 
 
-def test_no_bar_and_no_progress_module_when_stderr_is_not_a_terminal(fixtures_dir: Path, tmp_path: Path) -> None:
+def test_no_bar_and_no_rich_when_stderr_is_not_a_terminal(fixtures_dir: Path, tmp_path: Path) -> None:
+    # Nothing is printed on stderr either, so rich is not imported at all.
     probe = (
         "import sys\nfrom cli.main import app\n"
         "try:\n    app(sys.argv[1:])\nexcept SystemExit as end:\n    assert not end.code, end.code\n"
-        "print('rich.progress' in sys.modules)\n"
+        "print('rich' in sys.modules)\n"
     )
     args = ["clean", "--no-ocr", "-q", "-o", str(tmp_path), *_inputs(fixtures_dir)]
     done = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
     assert done.stderr == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bilingual_report.pdf.txt", "noisy_upload.clean.txt"]
+
+
+@pytest.mark.parametrize(
+    ("env", "terminal"),
+    [({}, False), ({"FORCE_COLOR": "1"}, True), ({"TTY_COMPATIBLE": "1"}, True), ({"TTY_COMPATIBLE": "0"}, False)],
+)
+def test_a_pipe_is_a_terminal_only_where_richs_switches_say_so(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], terminal: bool
+) -> None:
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert not sys.stderr.isatty()  # pytest captures it
+    assert stderr_is_terminal() is terminal
