@@ -60,8 +60,8 @@ def _bucket_ids(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     Each band of each signature is hashed to 64 bits with its band's number (a polynomial in an odd
     multiplier: equal rows of two bands never collide), and one sort of the hashes numbers them: a sort of
     the rows themselves compares them as bytes, several times the cost. Neighbours of equal hash are then
-    checked to be equal rows, so a collision (never met: 2**-64 a pair) costs the exact numbering, never
-    a wrong bucket.
+    checked to be equal rows, so a collision (none on the corpus; MinHash values are as good as random,
+    but nothing stops crafted ones) costs the exact numbering, never a wrong bucket.
     """
     n = signatures.shape[0]
     cells = signatures[:, : bands * rows].reshape(n * bands, rows)  # row i * bands + k: band k of signature i
