@@ -74,11 +74,23 @@ def test_similar_signatures_share_band_keys_and_different_ones_do_not() -> None:
     assert keys[0] & keys[1] and not keys[0] & keys[2]
 
 
-@pytest.mark.parametrize("n", [1, 2, 40, 127, 128, 300])
-def test_band_index_candidates_are_the_signatures_sharing_a_band(n: int) -> None:
-    """Few and many signatures are numbered differently (docsan.text.banding); the candidates are the same rule."""
+@pytest.mark.parametrize("collide", [False, True])
+@pytest.mark.parametrize("n", [0, 1, 2, 40, 127, 128, 300])
+def test_band_index_candidates_are_the_signatures_sharing_a_band(
+    n: int, collide: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The buckets are numbered by a hash of each band (docsan.text.banding), checked: the candidates are exact.
+
+    ``collide``: a multiplier of 1 hashes a band to its band number plus the sum of its values, so different
+    bands collide, and the exact numbering takes over.
+    """
+    from docsan.text import banding
     from docsan.text.banding import BandIndex
 
+    exact_ids, exact = banding._exact_ids, []
+    if collide:
+        monkeypatch.setattr(banding, "_MULTIPLIER", np.uint64(1))
+        monkeypatch.setattr(banding, "_exact_ids", lambda *a: exact.append(a) or exact_ids(*a))
     bands, rows = lsh_params(0.6, 128)
     rng = np.random.default_rng(n)
     # Values from a tiny alphabet, so that bands often agree, also one band of a signature with another band of
@@ -94,3 +106,5 @@ def test_band_index_candidates_are_the_signatures_sharing_a_band(n: int) -> None
         }
         assert index.query(i) == shared, i
         index.insert(i)
+    if n >= 2:  # where two signatures' bands meet, a sum collides: the exact numbering ran
+        assert bool(exact) == collide

@@ -103,6 +103,30 @@ def test_long_runs_beside_separators_are_found(stretches: list[tuple[str, str]])
         base += len(text) + 1
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text(alphabet="abc", max_size=40), st.text(alphabet="abcd", min_size=1, max_size=20)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(2, 6),
+    st.integers(1, 80),
+    st.sampled_from([32, 64]),
+)
+def test_find_runs_with_min_length_finds_the_long_runs(
+    stretches: list[tuple[str, str]], copies: int, min_length: int, max_period: int
+) -> None:
+    # With min_length the small periods are compared at a few positions only (and every run shorter than
+    # the octaves' tests ask for is skipped): the runs reported are still exactly the long ones of a full
+    # search, separators included.
+    texts = [noise + unit * copies for noise, unit in stretches]
+    codes = _codes("|".join(texts))
+    codes[codes == ord("|")] = -1 - np.arange(len(texts) - 1)
+    full = [r for r in find_runs(codes, max_period=max_period) if r.length >= min_length]
+    assert find_runs(codes, max_period=max_period, min_length=min_length) == full
+
+
 def test_doubled_hashes_are_the_window_hashes() -> None:
     # find_runs derives each octave's window hashes from the last one's: they must be the same residues
     rng = np.random.default_rng(7)

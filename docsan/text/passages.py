@@ -252,9 +252,10 @@ def _rule_out_periodic(run: _Running, hashes: tuple[np.ndarray, np.ndarray]) -> 
     """
 
     def keep(starts: np.ndarray, ends: np.ndarray, periods: np.ndarray) -> np.ndarray:
-        return ends - starts >= np.maximum(3 * periods, 2 * WINDOW)
+        return ends - starts >= 3 * periods
 
-    for r in find_runs(run.codes, max_period=_PERIODIC, keep=keep, hashes=hashes):
+    # Three periods and two windows long: min_length lets the run search skip most of the text.
+    for r in find_runs(run.codes, max_period=_PERIODIC, keep=keep, hashes=hashes, min_length=2 * WINDOW):
         run.codes[r.start : r.end] = -1 - np.arange(r.start, r.end)
 
 
