@@ -404,3 +404,14 @@ def test_line_key_of_ascii_text_is_its_definition(text: str) -> None:
 def _key_by_definition(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
     return furniture._SPACE.sub("", furniture._DIGITS.sub("0", folded))
+
+
+def test_a_variant_joins_the_first_founded_of_the_groups_it_matches_equally() -> None:
+    # "header" is as close to "headera" (on three pages, founded first) as to "headerb" (two pages):
+    # it joins the first; the two are too far apart to be one group
+    lines = [furniture._PageLines() for _ in range(3)]
+    for page, key in ((0, "headera"), (1, "headera"), (2, "headera"), (0, "headerb"), (1, "headerb"), (2, "header")):
+        block = len(lines[page].candidates)
+        lines[page].candidates.append(furniture._Candidate(page, block, 0, key, key, "top", 0.05, True))
+    groups = {frozenset(c.key for c in g) for g in Furniture()._group(lines, {})}
+    assert groups == {frozenset({"headera", "header"}), frozenset({"headerb"})}

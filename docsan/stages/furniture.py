@@ -487,10 +487,13 @@ class Furniture:
             # Most frequent keys first, so a group is named by its usual form
             # and a one-off variant joins it rather than the other way round.
             for key, _ in Counter(c.key for c in cands).most_common():
-                near = {r for p in pages_of[key] for q in range(p - reach, p + reach + 1) for r in on_page.get(q, ())}
-                reps = sorted(near, key=founded.__getitem__)
-                match = process.extractOne(key, reps, scorer=fuzz.ratio, score_cutoff=self.similarity) if reps else None
-                rep = key if match is None else match[0]
+                # Each page in reach once: a line on many pages has most of them in reach of several.
+                reached = {q for p in pages_of[key] for q in range(p - reach, p + reach + 1)}
+                near = set().union(*(on_page[q] for q in reached if q in on_page))
+                # Scored as the set it is, not in founding order, which settles only a tie between matches:
+                # of the reps that match, the best, and of those the first founded. Most keys match none.
+                matches = process.extract(key, near, scorer=fuzz.ratio, score_cutoff=self.similarity, limit=None)
+                rep = min(matches, key=lambda m: (-m[1], founded[m[0]]))[0] if matches else key
                 founded.setdefault(rep, len(founded))
                 rep_of[key] = rep
                 for p in pages_of[key]:
