@@ -389,7 +389,29 @@ def test_str_split_and_the_key_pattern_agree_on_every_space_but_four() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="a1٣ \t\n\x1c\x1f\x85\u00a0\u2028\u3000\u200b\ufb01ß", max_size=12))
+@given(st.text(alphabet="aZ109٣ \t\n\x1c\x1f\x85\u00a0\u2028\u3000\u200b\ufb01ß", max_size=12))
 def test_line_key_is_nfkc_folded_text_with_digit_runs_as_zero_and_no_spaces(text: str) -> None:
+    assert line_key(text) == _key_by_definition(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=16))
+def test_line_key_of_ascii_text_is_its_definition(text: str) -> None:
+    # ASCII text takes steps of its own (lower case, every digit 0, "00" halved): the same key
+    assert line_key(text) == _key_by_definition(text)
+
+
+def _key_by_definition(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
-    assert line_key(text) == furniture._SPACE.sub("", furniture._DIGITS.sub("0", folded))
+    return furniture._SPACE.sub("", furniture._DIGITS.sub("0", folded))
+
+
+def test_a_variant_joins_the_first_founded_of_the_groups_it_matches_equally() -> None:
+    # "header" is as close to "headera" (on three pages, founded first) as to "headerb" (two pages):
+    # it joins the first; the two are too far apart to be one group
+    lines = [furniture._PageLines() for _ in range(3)]
+    for page, key in ((0, "headera"), (1, "headera"), (2, "headera"), (0, "headerb"), (1, "headerb"), (2, "header")):
+        block = len(lines[page].candidates)
+        lines[page].candidates.append(furniture._Candidate(page, block, 0, key, key, "top", 0.05, True))
+    groups = {frozenset(c.key for c in g) for g in Furniture()._group(lines, {})}
+    assert groups == {frozenset({"headera", "header"}), frozenset({"headerb"})}

@@ -15,7 +15,7 @@ import docsan
 from docsan import BBox, Block, BlockKind, Document, DocumentKind, Page, Source, Table
 from docsan.config import Config
 from docsan.extract import load
-from docsan.stages.reflow import _WORD, Reflow, _Vocabulary
+from docsan.stages.reflow import _HYPHENATED, _WORD, Reflow, _Vocabulary
 
 REFLOW = Config(stages=("reflow",))
 BOTH = Config(stages=("normalize", "reflow"))
@@ -279,7 +279,7 @@ def test_a_single_line_at_the_foot_of_a_page_joins_the_rest_of_its_paragraph() -
 # --- the vocabulary's word lookups -------------------------------------------------------------
 
 # Letters of several scripts (a final sigma, a combining mark, a CJK letter), hyphens and what separates words.
-_VOCAB_TEXT = st.text(alphabet="abΣσς\u0301é中-\u2010 \n.1", max_size=30)
+_VOCAB_TEXT = st.text(alphabet="abΣσς\u0301é中-\u2010 \n\t\u3000.1", max_size=30)
 
 
 @settings(max_examples=500, deadline=None)
@@ -294,6 +294,14 @@ def test_a_word_looked_up_in_the_text_is_a_word_of_the_whole_set(
     vocab = _Vocabulary(pdf(text))
     vocab.lookups = lookups
     assert vocab._is_word(word) == (word in set(_WORD.findall(text.lower())))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_VOCAB_TEXT)
+def test_the_hyphenated_words_are_the_patterns_matches_over_the_whole_text(text: str) -> None:
+    # Searched only in the stretches that hold a hyphen: the same words as a search of all of the text.
+    expected = {w.replace("\u2010", "-") for w in _HYPHENATED.findall(text.lower())}
+    assert _Vocabulary(pdf(text))._hyphenated() == expected
 
 
 def test_the_vocabulary_builds_its_set_after_its_lookups() -> None:

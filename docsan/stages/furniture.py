@@ -56,6 +56,7 @@ _SPACE = regex.compile(r"\s+")
 # other code point is a space to both or to neither (tests/test_furniture.py checks each one).
 _SPLIT_ONLY_SPACES = ("\x1c", "\x1d", "\x1e", "\x1f")
 _LETTER = regex.compile(r"\p{L}")
+_ASCII_DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
 
 Band = Literal["top", "bottom"]
 # A line by (page index, block index, line index).
@@ -132,7 +133,16 @@ def line_key(text: str) -> str:
     Digits go because page numbers and dates change from page to page while the
     header around them does not; whitespace goes because extractors disagree on it.
     """
-    s = _DIGITS.sub("0", unicodedata.normalize("NFKC", text).casefold())
+    if text.isascii():
+        # NFKC and case folding make ASCII its lower case, and its only digits are 0-9, so its digit
+        # runs become one 0 by a few passes over the text (every digit to 0, then "00" halved until
+        # none is left); the substitution builds a piece per run, and the runs are mostly in ASCII
+        # (figures in a page's lines, a table's cells).
+        s = text.lower().translate(_ASCII_DIGITS_TO_ZERO)
+        while "00" in s:
+            s = s.replace("00", "0")
+    else:
+        s = _DIGITS.sub("0", unicodedata.normalize("NFKC", text).casefold())
     if any(sep in s for sep in _SPLIT_ONLY_SPACES):
         return _SPACE.sub("", s)
     # The same spaces removed by str.split, several times faster than a ``regex`` substitution, which
@@ -147,11 +157,22 @@ _KEY_SEP = "\x00"
 
 
 def line_keys(texts: list[str]) -> list[str]:
-    """``[line_key(t) for t in texts]``, each step run once over all of them joined.
+    """``[line_key(t) for t in texts]``, each step run once over the ASCII texts joined and once over the others.
 
     A page has hundreds of lines and a table thousands of cells; one regex call
-    per step and text cost more than the steps themselves.
+    per step and text cost more than the steps themselves. The ASCII texts go
+    apart so that their join takes line_key's ASCII steps.
     """
+    ascii_texts = [t.isascii() for t in texts]
+    if all(ascii_texts) or not any(ascii_texts):
+        return _joined_keys(texts)
+    ascii_keys = iter(_joined_keys([t for t, a in zip(texts, ascii_texts, strict=True) if a]))
+    other_keys = iter(_joined_keys([t for t, a in zip(texts, ascii_texts, strict=True) if not a]))
+    return [next(ascii_keys) if a else next(other_keys) for a in ascii_texts]
+
+
+def _joined_keys(texts: list[str]) -> list[str]:
+    """``[line_key(t) for t in texts]`` by one line_key of the texts joined."""
     if not texts:
         return []
     joined = _KEY_SEP.join(texts)
@@ -466,10 +487,13 @@ class Furniture:
             # Most frequent keys first, so a group is named by its usual form
             # and a one-off variant joins it rather than the other way round.
             for key, _ in Counter(c.key for c in cands).most_common():
-                near = {r for p in pages_of[key] for q in range(p - reach, p + reach + 1) for r in on_page.get(q, ())}
-                reps = sorted(near, key=founded.__getitem__)
-                match = process.extractOne(key, reps, scorer=fuzz.ratio, score_cutoff=self.similarity) if reps else None
-                rep = key if match is None else match[0]
+                # Each page in reach once: a line on many pages has most of them in reach of several.
+                reached = {q for p in pages_of[key] for q in range(p - reach, p + reach + 1)}
+                near = set().union(*(on_page[q] for q in reached if q in on_page))
+                # Scored as the set it is, not in founding order, which settles only a tie between matches:
+                # of the reps that match, the best, and of those the first founded. Most keys match none.
+                matches = process.extract(key, near, scorer=fuzz.ratio, score_cutoff=self.similarity, limit=None)
+                rep = min(matches, key=lambda m: (-m[1], founded[m[0]]))[0] if matches else key
                 founded.setdefault(rep, len(founded))
                 rep_of[key] = rep
                 for p in pages_of[key]:

@@ -366,15 +366,11 @@ class _Vocabulary:
         return self.text
 
     def _hyphenated(self) -> set[str]:
-        # Searched line by line, only where a line holds a hyphen (no match spans a line): the pattern
-        # tried at every position of the whole text cost more than the rest of the vocabulary.
+        # Searched only in the stretches that hold a hyphen, in one call: the pattern tried at every
+        # position of the whole text (or of every line with a hyphen) cost more than the rest of the vocabulary.
         if self.hyphenated is None:
-            self.hyphenated = {
-                w.replace("\u2010", "-")
-                for line in self._text().split("\n")
-                if "-" in line or "\u2010" in line
-                for w in _HYPHENATED.findall(line)
-            }
+            stretches = " ".join(_hyphen_stretches(self._text()))
+            self.hyphenated = {w.replace("\u2010", "-") for w in _HYPHENATED.findall(stretches)}
         return self.hyphenated
 
     def _is_word(self, word: str) -> bool:
@@ -392,9 +388,37 @@ class _Vocabulary:
                 if (at == 0 or not _WORD.match(text, at - 1)) and not _WORD.match(text, end):
                     return True
                 at = text.find(word, at + 1)
-            self.words = set(_WORD.findall(text))
+            # A run of letters lies within a stretch between whitespace: each distinct stretch searched once.
+            self.words = set(_WORD.findall(" ".join(set(text.split()))))
         return word in self.words
 
     def prefers_joined(self, head: str, tail: str) -> bool:
         head, tail = head.lower(), tail.lower()
         return self._is_word(head + tail) and f"{head}-{tail}" not in self._hyphenated()
+
+
+def _hyphen_stretches(text: str) -> list[str]:
+    """The stretches of ``text`` between spaces and line breaks that hold a hyphen, in order.
+
+    A hyphenated word (:data:`_HYPHENATED`) holds neither a space nor a line break, so each one
+    lies within a stretch, and the character before a stretch is not a letter. Each mark is
+    looked for ahead only once the last one found is passed, and back only within the stretch,
+    so the text is scanned a bounded number of times however many hyphens it holds.
+    """
+    end = len(text)
+    ahead: dict[str, int] = {}
+
+    def next_at(mark: str, at: int) -> int:
+        found = ahead.get(mark, -1)
+        if found < at:
+            found = text.find(mark, at)
+            found = ahead[mark] = end if found < 0 else found
+        return found
+
+    stretches: list[str] = []
+    start = 0
+    while (at := min(next_at(h, start) for h in _HYPHENS)) < end:
+        first = max(start, text.rfind(" ", start, at) + 1, text.rfind("\n", start, at) + 1)
+        start = min(next_at(" ", at), next_at("\n", at))
+        stretches.append(text[first:start])
+    return stretches
