@@ -418,7 +418,7 @@ def fill(grid: Grid, spans: Sequence[Span]) -> Table:
             text = _line_text(pieces)
             if text:
                 lines.append((text, y, min(pieces)[0]))
-        cell_lines[region] = sorted(lines, key=itemgetter(1, 2))
+        cell_lines[region] = sorted(lines, key=itemgetter(1, 2)) if len(lines) > 1 else lines
     bands = [_row_bands(grid, r, cell_lines) for r in range(len(grid.ys) - 1)]
     starts = [0]
     for b in bands:
@@ -432,9 +432,9 @@ def fill(grid: Grid, spans: Sequence[Span]) -> Table:
             for text, y, _ in lines:
                 rows[starts[r0] + _band_of(y, bands[r0])][c0] = Cell(text, colspan=c1 - c0 + 1)
             continue
-        rows[starts[r0]][c0] = Cell(
-            join_pieces([t for t, _, _ in lines]), rowspan=starts[r1 + 1] - starts[r0], colspan=c1 - c0 + 1
-        )
+        # A cell of one line (most) already holds its text stripped and not empty: what the join would give.
+        text = lines[0][0] if len(lines) == 1 else join_pieces([t for t, _, _ in lines])
+        rows[starts[r0]][c0] = Cell(text, rowspan=starts[r1 + 1] - starts[r0], colspan=c1 - c0 + 1)
     grid_rows = tuple(tuple(r) for r in rows)
     return Table(grid_rows, header_rows=header_rows(grid_rows))
 
