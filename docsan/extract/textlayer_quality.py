@@ -209,16 +209,18 @@ def _token_units(token: str) -> tuple[int, int, int]:
     good = unknown = bad = 0
     hans = _HAN.findall(token)
     if hans:
-        common = sum(1 for h in hans if _is_common_han(h))
+        common = sum(map(_is_common_han, hans))
         good, unknown = common, len(hans) - common
+        token = _HAN.sub(" ", token)
+    # Each pattern runs only where it can match (half-width kana are syllables): a Chinese page's
+    # tokens are long runs of ideographs, and a Latin page's have neither.
     syllables = len(_SYLLABIC.findall(token))
-    halfwidth = len(_HALFWIDTH_KANA.findall(token))
-    good += syllables - halfwidth
-    unknown += halfwidth
-    rest = token
-    if hans or syllables:
-        rest = _SYLLABIC.sub(" ", _HAN.sub(" ", token))
-    for piece in rest.split():
+    if syllables:
+        halfwidth = len(_HALFWIDTH_KANA.findall(token))
+        good += syllables - halfwidth
+        unknown += halfwidth
+        token = _SYLLABIC.sub(" ", token)
+    for piece in token.split():
         kind = _classify_token(piece)
         good += kind == "good"
         bad += kind == "bad"
