@@ -196,44 +196,68 @@ def _classify_ascii(token: str) -> str | None:
     return "bad" if not _ASCII_ODD.isdisjoint(token) and _ODD_INSIDE.search(token) else "good"
 
 
-# A token's units by its verdict, as ints: assess() adds them, and int + int is the interpreter's fast path
-# (bool + int is not).
-_UNITS_OF_KIND = {"good": (1, 0, 0), "bad": (0, 0, 1), None: (0, 0, 0)}
+# A token's (good, unknown, bad) units packed into one int, a field every _FIELD bits: assess() sums
+# a page's tokens with sum() in C. A field cannot carry into the next: a text has fewer units than
+# characters, far under 2**_FIELD.
+_FIELD = 64
+_MASK = (1 << _FIELD) - 1
 
 
-@lru_cache(maxsize=65536)
-def _token_units(token: str) -> tuple[int, int, int]:
-    """(good, unknown, bad) units of one whitespace token; cached, as running text repeats tokens."""
+def _packed(good: int, unknown: int, bad: int) -> int:
+    return good | unknown << _FIELD | bad << 2 * _FIELD
+
+
+_UNITS_OF_KIND = {"good": _packed(1, 0, 0), "bad": _packed(0, 0, 1), None: 0}
+
+
+def _token_units(token: str) -> int:
+    """The packed (good, unknown, bad) units of one whitespace token."""
     if token.isascii():
         return _UNITS_OF_KIND[_classify_ascii(token)]
     good = unknown = bad = 0
     hans = _HAN.findall(token)
     if hans:
-        common = sum(1 for h in hans if _is_common_han(h))
+        common = sum(map(_is_common_han, hans))
         good, unknown = common, len(hans) - common
+        token = _HAN.sub(" ", token)
+    # Each pattern runs only where it can match (half-width kana are syllables): a Chinese page's
+    # tokens are long runs of ideographs, and a Latin page's have neither.
     syllables = len(_SYLLABIC.findall(token))
-    halfwidth = len(_HALFWIDTH_KANA.findall(token))
-    good += syllables - halfwidth
-    unknown += halfwidth
-    rest = token
-    if hans or syllables:
-        rest = _SYLLABIC.sub(" ", _HAN.sub(" ", token))
-    for piece in rest.split():
+    if syllables:
+        halfwidth = len(_HALFWIDTH_KANA.findall(token))
+        good += syllables - halfwidth
+        unknown += halfwidth
+        token = _SYLLABIC.sub(" ", token)
+    for piece in token.split():
         kind = _classify_token(piece)
         good += kind == "good"
         bad += kind == "bad"
-    return good, unknown, bad
+    return _packed(good, unknown, bad)
+
+
+class _UnitsCache(dict[str, int]):
+    """Token -> its packed units, computed on a miss: running text repeats tokens, across pages too.
+
+    A hit is dict.__getitem__ in C, no Python frame per token; emptied when full, so that a
+    long-lived process keeps it bounded.
+    """
+
+    MAX_SIZE = 65536
+
+    def __missing__(self, token: str) -> int:
+        if len(self) >= self.MAX_SIZE:
+            self.clear()
+        units = self[token] = _token_units(token)
+        return units
+
+
+_UNITS = _UnitsCache()
 
 
 def assess(text: str) -> Quality:
     """Count good, unknown and bad units in ``text`` (see the module docstring)."""
-    good = unknown = bad = 0
-    # map() calls the cache in C; the loop body is three in-place adds, no tuple built per token.
-    for g, u, b in map(_token_units, text.split()):
-        good += g
-        unknown += u
-        bad += b
-    return Quality(good, unknown, bad)
+    units = sum(map(_UNITS.__getitem__, text.split()))
+    return Quality(units & _MASK, units >> _FIELD & _MASK, units >> 2 * _FIELD)
 
 
 def letters(text: str) -> int:
