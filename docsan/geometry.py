@@ -78,18 +78,22 @@ def is_one_row(block: Block) -> bool:
     return block.bbox is not None and thickness(block) <= ROW_THICKNESS * font_size(block)
 
 
-def line_centres(block: Block) -> list[float]:
+def line_centres(block: Block, vertical: bool | None = None) -> list[float]:
     """Where each line of a block sits along the page's reading axis (y, or x for sideways text).
 
     One-row blocks: every line at the block's centre. Otherwise lines are
-    stacked and spread evenly over the box.
+    stacked and spread evenly over the box. ``vertical`` is ``is_vertical(block)``
+    when the caller has asked it already.
     """
     box = block.bbox
     n = block.text.count("\n") + 1
     if box is None:
         return [0.0] * n
-    lo, hi = (box.x0, box.x1) if is_vertical(block) else (box.y0, box.y1)
-    if n == 1 or is_one_row(block):
+    if vertical is None:
+        vertical = is_vertical(block)
+    lo, hi = (box.x0, box.x1) if vertical else (box.y0, box.y1)
+    # The stretch along the reading axis is the block's thickness: is_one_row without asking is_vertical again.
+    if n == 1 or hi - lo <= ROW_THICKNESS * font_size(block):
         return [(lo + hi) / 2] * n
     step = (hi - lo) / n
     return [lo + (i + 0.5) * step for i in range(n)]

@@ -252,6 +252,28 @@ def _page(number: int, blocks: list[Block]) -> Page:
     return Page(number=number, blocks=tuple(blocks), width=600, height=800)
 
 
+def test_a_block_running_from_the_body_into_the_bottom_band_loses_only_its_footer_line() -> None:
+    # Four stacked lines over y 600-760 centre at 0.775, 0.825, 0.875 and 0.925 of the page: only
+    # the last lies in the bottom band, so the block's first line alone does not make it body.
+    pages = [
+        _page(
+            n,
+            [
+                Block(f"Body text number {n} is different.", bbox=BBox(50, 300, 550, 320)),
+                Block(
+                    f"Closing words {n}.\nMore of page {n}.\nEnd of page {n}.\nAcme annual review",
+                    bbox=BBox(50, 600, 550, 760),
+                ),
+            ],
+        )
+        for n in range(1, 6)
+    ]
+    result = Furniture()(Document(tuple(pages), kind=DocumentKind.PDF))
+    assert [p.blocks[1].text for p in result.document.pages] == [
+        f"Closing words {n}.\nMore of page {n}.\nEnd of page {n}." for n in range(1, 6)
+    ]
+
+
 def test_table_blocks_are_never_furniture() -> None:
     table = Table.from_strings([["Name", "Total"], ["North", "10"]])
     pages = [

@@ -278,11 +278,19 @@ class Furniture:
     def _geometric_candidates(self, page: Page, out: _PageLines, tables: set[int]) -> None:
         blocks = [(bi, block, block.text.split("\n")) for bi, block in enumerate(page.blocks)]
         blocks = [(bi, block, lines) for bi, block, lines in blocks if bi not in tables and block.bbox is not None]
-        keys = iter(line_keys([line for _, _, lines in blocks for line in lines]))
+        keys = line_keys([line for _, _, lines in blocks for line in lines])
+        end = 0
         for bi, block, lines in blocks:
-            extent = (page.width if is_vertical(block) else page.height) or 1.0
-            for li, (line, centre) in enumerate(zip(lines, line_centres(block), strict=True)):
-                key = next(keys)
+            start, end = end, end + len(lines)
+            vertical = is_vertical(block)
+            extent = (page.width if vertical else page.height) or 1.0
+            centres = line_centres(block, vertical)
+            # The centres run evenly from one end of the block to the other: with both ends between
+            # the bands, every line is body (an empty key among them goes with _page_lines' discard).
+            if self.band <= centres[0] / extent <= 1 - self.band and self.band <= centres[-1] / extent <= 1 - self.band:
+                out.body_keys.update(keys[start:end])
+                continue
+            for li, (line, centre, key) in enumerate(zip(lines, centres, keys[start:end], strict=True)):
                 if not key:
                     continue
                 pos = centre / extent
