@@ -275,6 +275,10 @@ class Furniture:
         out.body_keys.discard("")
         return out
 
+    def _band_at(self, pos: float) -> Band | None:
+        """The band a line centred at ``pos`` (a fraction of the page along its reading axis) lies in; None: body."""
+        return "top" if pos < self.band else "bottom" if pos > 1 - self.band else None
+
     def _geometric_candidates(self, page: Page, out: _PageLines, tables: set[int]) -> None:
         blocks = [(bi, block, block.text.split("\n")) for bi, block in enumerate(page.blocks)]
         blocks = [(bi, block, lines) for bi, block, lines in blocks if bi not in tables and block.bbox is not None]
@@ -287,14 +291,14 @@ class Furniture:
             centres = line_centres(block, vertical)
             # The centres run evenly from one end of the block to the other: with both ends between
             # the bands, every line is body (an empty key among them goes with _page_lines' discard).
-            if self.band <= centres[0] / extent <= 1 - self.band and self.band <= centres[-1] / extent <= 1 - self.band:
+            if self._band_at(centres[0] / extent) is None and self._band_at(centres[-1] / extent) is None:
                 out.body_keys.update(keys[start:end])
                 continue
             for li, (line, centre, key) in enumerate(zip(lines, centres, keys[start:end], strict=True)):
                 if not key:
                     continue
                 pos = centre / extent
-                band: Band | None = "top" if pos < self.band else "bottom" if pos > 1 - self.band else None
+                band = self._band_at(pos)
                 if band is None:
                     out.body_keys.add(key)
                 else:
